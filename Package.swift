@@ -1,0 +1,62 @@
+// swift-tools-version:6.1
+// tidesync: two-way folder sync for Linux on the File Provider model.
+// Arrows point one way: tidesync → Daemon → adapters (StateDatabase, WebDAV,
+// LocalStore, TidesyncConfig) → SyncEngine → SyncModel. The engine imports no
+// HTTP library, SQL driver, inotify or Glibc.
+import PackageDescription
+
+let package = Package(
+    name: "tidesync",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tidesync", targets: ["tidesync"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        .target(name: "SyncModel"),
+        .target(name: "SyncEngine", dependencies: ["SyncModel"]),
+        .target(name: "StateDatabase", dependencies: [
+            "SyncEngine", "SyncModel",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "WebDAV", dependencies: [
+            "SyncEngine", "SyncModel",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
+        .target(name: "TidesyncConfig", dependencies: [
+            "SyncModel",
+            .product(name: "TOMLKit", package: "TOMLKit"),
+        ]),
+        .target(name: "Daemon", dependencies: [
+            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "TidesyncConfig",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "tidesync", dependencies: [
+            "Daemon", "TidesyncConfig",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "SyncModelTests", dependencies: ["SyncModel"]),
+        .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
+        .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
+        .testTarget(name: "WebDAVTests", dependencies: [
+            "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
+        .testTarget(name: "RemoteStoreContractTests", dependencies: [
+            "SyncEngine", "SyncModel", "WebDAV", "LocalStore",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SyncEngine
+
+extension LocalDirectoryStore {
+    public func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
+                         progress: TransferProgress?) async throws(ProviderError) -> ETag? {
+        try checkRoot()
+        let source = fullPath(path)
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else {
+            if errno == ELOOP { throw ProviderError(.cannotSynchronize, "\(path) is a symlink; it has no contents to download") }
+            throw SystemError.providerError(errno, "cannot open \(path) in the store")
+        }
+        defer { close(input) }
+        let before = try FileStatus.of(descriptor: input, path: source)
+        guard before.kind == .file else { throw ProviderError(.cannotSynchronize, "\(path) is not a file") }
+        if let version, !before.etag.sameValue(as: version) {
+            throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")
+        }
+        let output = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw SystemError.providerError(errno, "cannot create \(destination.path)") }
+        defer { close(output) }
+        let wanted = range.map { ByteRange(offset: $0.offset, length: max(0, min($0.end, before.size) - $0.offset)) }
+            ?? ByteRange(offset: 0, length: before.size)
+        try FileCopy.copy(from: input, at: wanted.offset, to: output, at: 0, length: wanted.length,
+                          progress: progress, what: "\(path)")
+        guard fsync(output) == 0 else { throw SystemError.providerError(errno, "cannot write \(destination.path)") }
+        // Writes in the store replace files by rename, so the open file keeps one version;
+        // an in-place writer outside tidesync would show up here.
+        let after = try FileStatus.of(descriptor: input, path: source)
+        guard after.etag == before.etag else {
+            throw ProviderError(.versionMismatch, "\(path) was modified in place while it was read; try again")
+        }
+        return before.etag
+    }
+
+    public func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
+                       progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
+        try checkRoot()
+        try checkParent(of: path)
+        let input = open(source.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw SystemError.providerError(errno, "cannot open \(source.path) for upload") }
+        defer { close(input) }
+        let size = try FileStatus.of(descriptor: input, path: source.path).size
+        return try writeTemporary(beside: path) { output, temporary throws(ProviderError) in
+            try FileCopy.copy(from: input, at: 0, to: output, at: 0, length: size, progress: progress,
+                              what: "\(path)")
+            guard fsync(output) == 0 else { throw SystemError.providerError(errno, "cannot write \(temporary)") }
+        } install: { temporary throws(ProviderError) in
+            try lock.withLock { () throws(ProviderError) in
+                try check(condition, at: fullPath(path), path: path)
+                try rename(temporary, to: fullPath(path))
+            }
+        }
+    }
+
+    public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
+        try checkRoot()
+        try checkParent(of: path)
+        guard mkdir(fullPath(path), 0o755) == 0 else {
+            throw SystemError.providerError(errno, "cannot create the folder \(path) in the store")
+        }
+        syncDirectory(fullPath(path.parent))
+        return try await entry(at: path)
+    }
+
+    public func makeSymlink(at path: RemotePath, target: String,
+                            condition: WriteCondition) async throws(ProviderError) -> RemoteEntry {
+        try checkRoot()
+        try checkParent(of: path)
+        let temporary = fullPath(path.parent) + "/" + TemporaryName.make()
+        guard symlink(target, temporary) == 0 else {
+            throw SystemError.providerError(errno, "cannot create the symlink \(path) in the store")
+        }
+        do {
+            try lock.withLock { () throws(ProviderError) in
+                try check(condition, at: fullPath(path), path: path)
+                try rename(temporary, to: fullPath(path))
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        syncDirectory(fullPath(path.parent))
+        return try await entry(at: path)
+    }
+
+    public func move(_ source: RemotePath, to destination: RemotePath,
+                     version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        try checkRoot()
+        try lock.withLock { () throws(ProviderError) in
+            if let version { try check(.mustMatch(version), at: fullPath(source), path: source) }
+            guard try FileStatus.of(fullPath(source)) != nil else {
+                throw ProviderError(.noSuchItem, "\(source) does not exist in the store")
+            }
+            try checkParent(of: destination)
+            try check(.mustNotExist, at: fullPath(destination), path: destination)
+            try rename(fullPath(source), to: fullPath(destination))
+        }
+        syncDirectory(fullPath(destination.parent))
+        return try await entry(at: destination)
+    }
+
+    public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+        try checkRoot()
+        guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the store's root") }
+        let trash = fullPath(path.parent) + "/" + TemporaryName.make()
+        let kind = try lock.withLock { () throws(ProviderError) -> ItemKind in
+            if let version { try check(.mustMatch(version), at: fullPath(path), path: path) }
+            guard let status = try FileStatus.of(fullPath(path)) else {
+                throw ProviderError(.noSuchItem, "\(path) does not exist in the store")
+            }
+            // A folder is renamed away first, so nobody sees it half-deleted.
+            if status.kind == .folder { try rename(fullPath(path), to: trash) }
+            else if unlink(fullPath(path)) != 0 { throw SystemError.providerError(errno, "cannot delete \(path)") }
+            return status.kind
+        }
+        if kind == .folder { try? FileManager.default.removeItem(atPath: trash) }
+        syncDirectory(fullPath(path.parent))
+    }
+
+    /// Creates a temporary file beside `path`, lets `fill` write it, then `install` it;
+    /// removes the temporary on any failure. Returns the installed entry.
+    func writeTemporary(beside path: RemotePath,
+                        fill: (Int32, String) throws(ProviderError) -> Void,
+                        install: (String) throws(ProviderError) -> Void) throws(ProviderError) -> RemoteEntry {
+        let temporary = fullPath(path.parent) + "/" + TemporaryName.make()
+        let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard output >= 0 else { throw SystemError.providerError(errno, "cannot create a temporary file in \(path.parent)") }
+        do {
+            defer { close(output) }
+            try fill(output, temporary)
+            try install(temporary)
+            syncDirectory(fullPath(path.parent))
+            return try entry(for: path, status: FileStatus.of(descriptor: output, path: temporary))
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    func rename(_ from: String, to: String) throws(ProviderError) {
+        guard Glibc.rename(from, to) == 0 else {
+            throw SystemError.providerError(errno, "cannot move \(from) to \(to)")
+        }
+    }
+
+    /// fsyncs a directory so a rename in it survives a crash; best effort.
+    func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+}
+
+/// Copies bytes between descriptors with pread/pwrite in 1 MiB chunks.
+enum FileCopy {
+    static let chunkSize = 1 << 20
+
+    static func copy(from input: Int32, at inputOffset: Int64, to output: Int32, at outputOffset: Int64,
+                     length: Int64, progress: TransferProgress?, what: String) throws(ProviderError) {
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        var done: Int64 = 0
+        while done < length {
+            let want = Int(min(Int64(chunkSize), length - done))
+            let got = buffer.withUnsafeMutableBytes { pread(input, $0.baseAddress, want, off_t(inputOffset + done)) }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { throw SystemError.providerError(errno, "cannot read \(what)") }
+            guard got > 0 else {
+                throw ProviderError(.versionMismatch, "\(what) became shorter while it was copied; try again")
+            }
+            var written = 0
+            while written < got {
+                let n = buffer.withUnsafeBytes {
+                    pwrite(output, $0.baseAddress! + written, got - written, off_t(outputOffset + done + Int64(written)))
+                }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw SystemError.providerError(errno, "cannot write \(what)") }
+                written += n
+            }
+            done += Int64(got)
+            progress?(done, length)
+        }
+    }
+}

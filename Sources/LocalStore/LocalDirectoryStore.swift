@@ -1,0 +1,140 @@
+// Durability contract: a write lands in a temporary file beside its target
+// (`.tidesync-tmp-HOST-PID-RANDOM`), is fsynced, and is renamed into place under the
+// store lock after the version check; the directory is fsynced after the rename. A
+// reader never sees a partial file; a crash leaves at most a temporary file, which
+// listings hide and `descendants` removes once its writer is gone.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SyncEngine
+
+/// A `RemoteStore` over a plain directory (`file:///srv/store`): the embedded default,
+/// needing no server. Versions are (size, mtime in ns, inode); file ids are inodes.
+public struct LocalDirectoryStore: RemoteStore {
+    /// The store's root folder, absolute.
+    public let root: String
+    let lock: StoreLock
+
+    /// A store over the directory at `root` (which must exist when operations run;
+    /// a missing root is reported as `serverUnreachable`, never as an empty store).
+    public init(root: String) {
+        let trimmed = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.root = trimmed
+        self.lock = StoreLock(path: trimmed + "/" + Self.lockName)
+    }
+
+    static let internalPrefix = ".tidesync-"
+    static let lockName = ".tidesync-store.lock"
+
+    /// True for names the store uses for itself (lock, temporaries); never listed.
+    public static func isInternal(name: String) -> Bool { name.hasPrefix(internalPrefix) }
+
+    func fullPath(_ path: RemotePath) -> String {
+        path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
+    }
+
+    /// Fails with `serverUnreachable` unless the root is an existing directory.
+    func checkRoot() throws(ProviderError) {
+        guard let status = try FileStatus.of(root), status.kind == .folder else {
+            throw ProviderError(.serverUnreachable,
+                                "the store folder \(root) does not exist or is not a folder; create it or mount its disk")
+        }
+    }
+
+    func entry(for path: RemotePath, status: FileStatus) throws(ProviderError) -> RemoteEntry {
+        var target: String?
+        if status.kind == .symlink { target = try readLink(fullPath(path)) }
+        return RemoteEntry(path: path, kind: status.kind, size: status.size, etag: status.etag,
+                           fileID: String(status.inode),
+                           modificationDate: Date(timeIntervalSince1970: Double(status.modificationSeconds)
+                                                  + Double(status.modificationNanoseconds) / 1e9),
+                           symlinkTarget: target)
+    }
+
+    public func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
+        try checkRoot()
+        guard let status = try FileStatus.of(fullPath(path)) else {
+            throw ProviderError(.noSuchItem, "\(path) does not exist in the store")
+        }
+        return try entry(for: path, status: status)
+    }
+
+    public func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        try checkRoot()
+        return try listFolder(path, removingStaleTemporaries: false)
+    }
+
+    public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        try checkRoot()
+        var result: [RemoteEntry] = []
+        var folders = [path]
+        while let folder = folders.popLast() {
+            let entries: [RemoteEntry]
+            do {
+                entries = try listFolder(folder, removingStaleTemporaries: true)
+            } catch where error.code == .noSuchItem && folder != path {
+                continue  // removed while we walked: its parent's next listing will say so
+            }
+            result.append(contentsOf: entries)
+            folders.append(contentsOf: entries.filter { $0.kind == .folder }.map(\.path))
+        }
+        return result
+    }
+
+    func listFolder(_ path: RemotePath, removingStaleTemporaries: Bool) throws(ProviderError) -> [RemoteEntry] {
+        let directory = fullPath(path)
+        guard let dir = opendir(directory) else {
+            if errno == ENOTDIR { throw ProviderError(.noSuchItem, "\(path) is not a folder in the store") }
+            throw SystemError.providerError(errno, "cannot list \(directory)")
+        }
+        defer { closedir(dir) }
+        var entries: [RemoteEntry] = []
+        while let raw = readdir(dir) {
+            let name = withUnsafeBytes(of: raw.pointee.d_name) { buffer in
+                String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            if Self.isInternal(name: name) {
+                if removingStaleTemporaries { TemporaryName.removeIfStale(name: name, in: directory) }
+                continue
+            }
+            guard let child = try? path.appending(name) else { continue }
+            // A file that vanishes between readdir and lstat is simply not listed.
+            guard let status = try FileStatus.of(fullPath(child)) else { continue }
+            entries.append(try entry(for: child, status: status))
+        }
+        return entries
+    }
+
+    func readLink(_ path: String) throws(ProviderError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count >= 0 else { throw SystemError.providerError(errno, "cannot read the symlink \(path)") }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Checks `condition` against what is at `target` now; call with the lock held.
+    func check(_ condition: WriteCondition, at target: String, path: RemotePath) throws(ProviderError) {
+        let current = try FileStatus.of(target)
+        switch condition {
+        case .mustNotExist:
+            if current != nil { throw ProviderError(.filenameCollision, "\(path) already exists in the store") }
+        case .mustMatch(let version):
+            guard let current else { throw ProviderError(.noSuchItem, "\(path) no longer exists in the store") }
+            guard current.etag.sameValue(as: version) else {
+                throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")
+            }
+        }
+    }
+
+    /// Fails with `parentMissing` unless the parent of `path` is a folder.
+    func checkParent(of path: RemotePath) throws(ProviderError) {
+        let parent = try FileStatus.of(fullPath(path.parent))
+        guard parent?.kind == .folder else {
+            throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist in the store")
+        }
+    }
+}

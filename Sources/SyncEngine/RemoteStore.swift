@@ -1,0 +1,52 @@
+import Foundation
+@_exported import SyncModel
+
+/// The engine's port to a remote store (WebDAV server, local directory, in-memory fake).
+///
+/// Contract, checked by the contract suite over every adapter:
+/// - Every write of an existing item is guarded by the version it was based on and
+///   fails with `versionMismatch` — never silently overwrites — when the store holds
+///   another version. A failed guard is reported only after the store was asked
+///   afresh and really holds another version (Apache's weak-ETag second is no conflict).
+/// - A reader of the store never sees a half-written file: uploads land whole or not at all.
+/// - Errors are `ProviderError`s; an unreachable or failing server is never reported as
+///   `noSuchItem`.
+/// - Paths are `RemotePath`s below the store's root; names are passed through unchanged.
+public protocol RemoteStore: Sendable {
+    /// The entry at `path`; throws `noSuchItem` when there is none.
+    func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry
+
+    /// The direct children of the folder at `path`, without the folder itself, in no set order.
+    func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]
+
+    /// Every entry below the folder at `path` (recursively), without the folder itself.
+    /// Uses one request where the store allows it (PROPFIND Depth infinity), else walks.
+    func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]
+
+    /// Writes the bytes of the file at `path` (or only `range`) to `destination`, a new
+    /// file the caller owns; fails with `versionMismatch` when `version` is given and
+    /// the store holds another. Returns the version the bytes belong to.
+    func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
+                  progress: TransferProgress?) async throws(ProviderError) -> ETag?
+
+    /// Stores the local file `source` at `path`, streamed, guarded by `condition`.
+    /// Returns the entry as the store now lists it.
+    func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
+                progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry
+
+    /// Creates the folder at `path`; `filenameCollision` when something exists there,
+    /// `parentMissing` when its parent does not.
+    func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry
+
+    /// Creates a symlink at `path` pointing at `target` (kept verbatim, never followed).
+    func makeSymlink(at path: RemotePath, target: String,
+                     condition: WriteCondition) async throws(ProviderError) -> RemoteEntry
+
+    /// Moves the item at `source` to `destination`, never overwriting
+    /// (`filenameCollision` when the destination exists); guarded by `version` when given.
+    func move(_ source: RemotePath, to destination: RemotePath,
+              version: ETag?) async throws(ProviderError) -> RemoteEntry
+
+    /// Deletes the item at `path` (folders recursively), guarded by `version` when given.
+    func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError)
+}

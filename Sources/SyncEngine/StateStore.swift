@@ -1,0 +1,34 @@
+import Foundation
+
+/// The engine's port to its durable middle-man state (the SQLite state DB in
+/// production, an in-memory store in unit tests).
+///
+/// Contract:
+/// - `apply` is atomic and durable: after it returns, all of its changes survive a crash
+///   or `kill -9`; after it throws, none of them happened.
+/// - `journal` is durable before it returns: an operation is journaled before it starts.
+/// - Reads see every `apply` that returned before them.
+/// - Errors are `ProviderError`s (`localDiskFull` on ENOSPC, `cannotSynchronize` otherwise).
+public protocol StateStore: Sendable {
+    func item(_ id: ItemIdentifier) throws(ProviderError) -> ItemRecord?
+    /// The child of `parent` named exactly `name` (byte-exact).
+    func item(parent: ItemIdentifier, name: String) throws(ProviderError) -> ItemRecord?
+    func children(of parent: ItemIdentifier) throws(ProviderError) -> [ItemRecord]
+    /// Every item, parents before children.
+    func allItems() throws(ProviderError) -> [ItemRecord]
+    /// The item whose recorded local inode is `inode` (rename detection).
+    func item(localInode: UInt64) throws(ProviderError) -> ItemRecord?
+    /// The item whose server file id is `fileID` (remote rename detection).
+    func item(remoteFileID: String) throws(ProviderError) -> ItemRecord?
+
+    func syncAnchor() throws(ProviderError) -> SyncAnchor?
+    func hydratedRanges(of id: ItemIdentifier) throws(ProviderError) -> (ranges: RangeSet, version: ETag?)
+
+    /// Writes `operation` to the journal (its `id` is ignored) and returns the id assigned.
+    func journal(_ operation: PendingOperation) throws(ProviderError) -> Int64
+    /// The journal, oldest first.
+    func pendingOperations() throws(ProviderError) -> [PendingOperation]
+
+    /// Applies every change in one transaction.
+    func apply(_ changes: [StateChange]) throws(ProviderError)
+}

@@ -1,0 +1,73 @@
+/// The one error type of the sync core. Its code mirrors `NSFileProviderError`
+/// because the code decides what happens next (see `disposition`); the message is
+/// for a person and says what to do. Never compare messages.
+public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What went wrong, in File Provider terms plus the few Linux needs.
+    public enum Code: String, Sendable, Codable, CaseIterable {
+        case noSuchItem
+        case filenameCollision
+        case serverUnreachable
+        case notAuthenticated
+        case insufficientQuota
+        case cannotSynchronize
+        case syncAnchorExpired
+        case pageExpired
+        case deletionRejected
+        case directoryNotEmpty
+        case excludedFromSync
+        case versionNoLongerAvailable
+        /// The other side no longer holds the version a change was based on: a conflict.
+        case versionMismatch
+        /// The parent folder of the target does not exist (WebDAV 409).
+        case parentMissing
+        /// The item is locked by another client (WebDAV 423); retried later.
+        case locked
+        /// The local disk is full (ENOSPC); the domain parks until space is freed.
+        case localDiskFull
+        /// The task doing the work was cancelled (shutdown); the work is redone later.
+        case cancelled
+    }
+
+    /// What the caller should do with the work that failed.
+    public enum Disposition: Sendable, Equatable {
+        /// Try the same operation again after a backoff delay.
+        case retry
+        /// Record the item as failed with backoff and go on with the others.
+        case skipItem
+        /// Stop all work of the domain until the condition clears (auth, network, quota, disk).
+        case parkDomain
+        /// Not a failure of the operation: a decision is needed (conflict, collision).
+        case resolve
+    }
+
+    public let code: Code
+    /// A sentence a user can act on. Never holds a password.
+    public let message: String
+    /// The lower-level cause, for logs (an errno text, an HTTP status line).
+    public let underlying: String?
+
+    public init(_ code: Code, _ message: String, underlying: String? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var disposition: Disposition {
+        switch code {
+        case .notAuthenticated, .serverUnreachable, .insufficientQuota, .localDiskFull:
+            .parkDomain
+        case .locked, .syncAnchorExpired, .pageExpired, .cancelled:
+            .retry
+        case .versionMismatch, .filenameCollision, .deletionRejected, .parentMissing,
+             .noSuchItem, .directoryNotEmpty:
+            .resolve
+        case .cannotSynchronize, .excludedFromSync, .versionNoLongerAvailable:
+            .skipItem
+        }
+    }
+
+    public var description: String {
+        if let underlying { return "\(code.rawValue): \(message) (\(underlying))" }
+        return "\(code.rawValue): \(message)"
+    }
+}

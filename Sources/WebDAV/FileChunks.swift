@@ -1,0 +1,85 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import SyncEngine
+
+/// Reads a file in fixed-size chunks as `ByteBuffer`s, so an upload streams from disk
+/// with back-pressure and never holds the file in memory.
+struct FileChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let descriptor: Int32
+    let length: Int64
+    let chunkSize: Int
+    let progress: TransferProgress?
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let chunks: FileChunks
+        var offset: Int64 = 0
+        let allocator = ByteBufferAllocator()
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard offset < chunks.length else { return nil }
+            let want = Int(Swift.min(Int64(chunks.chunkSize), chunks.length - offset))
+            var buffer = allocator.buffer(capacity: want)
+            let start = offset
+            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
+                var n: Int
+                repeat { n = pread(chunks.descriptor, raw.baseAddress, want, off_t(start)) } while n < 0 && errno == EINTR
+                return Swift.max(n, 0)
+            }
+            guard got > 0 else {
+                throw ProviderError(.cannotSynchronize, "the file being uploaded became shorter; it will be sent again")
+            }
+            offset += Int64(got)
+            chunks.progress?(offset, chunks.length)
+            return buffer
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+}
+
+/// Writes response body chunks to a file descriptor, skipping `skip` bytes first and
+/// stopping after `limit` bytes (a server that ignores `Range` sends the whole file).
+struct ChunkWriter {
+    let descriptor: Int32
+    var skip: Int64
+    var limit: Int64?
+    var written: Int64 = 0
+
+    mutating func write(_ buffer: ByteBuffer) throws(ProviderError) {
+        var slice = buffer
+        if skip > 0 {
+            let dropped = Int(min(Int64(slice.readableBytes), skip))
+            slice.moveReaderIndex(forwardBy: dropped)
+            skip -= Int64(dropped)
+        }
+        if let limit { slice = slice.getSlice(at: slice.readerIndex, length: Int(min(Int64(slice.readableBytes), max(0, limit - written))))! }
+        let count = slice.readableBytes
+        guard count > 0 else { return }
+        let fd = descriptor
+        let offset = written
+        let failure: Int32? = slice.withUnsafeReadableBytes { raw -> Int32? in
+            var done = 0
+            while done < raw.count {
+                let n = pwrite(fd, raw.baseAddress! + done, raw.count - done, off_t(offset + Int64(done)))
+                if n < 0 { if errno == EINTR { continue }; return errno }
+                done += n
+            }
+            return nil
+        }
+        if let failure {
+            let text = String(cString: strerror(failure))
+            if failure == ENOSPC || failure == EDQUOT {
+                throw ProviderError(.localDiskFull, "the local disk is full; free some space", underlying: text)
+            }
+            throw ProviderError(.cannotSynchronize, "cannot write the downloaded data", underlying: text)
+        }
+        written += Int64(count)
+    }
+
+    var isComplete: Bool { limit.map { written >= $0 } ?? false }
+}

@@ -1,0 +1,33 @@
+import NIOHTTP1
+import SyncEngine
+
+extension HTTPResponseStatus {
+    /// The engine's error for an unexpected status of `method` on `path`. A 412 is
+    /// reported as `versionMismatch` here; callers confirm it with a fresh PROPFIND first.
+    func providerError(_ method: String, _ path: RemotePath, location: String? = nil) -> ProviderError {
+        let what = "\(method) \(path.isRoot ? "/" : path.description)"
+        let underlying = "HTTP \(code) \(reasonPhrase)"
+        switch code {
+        case 401, 403:
+            return ProviderError(.notAuthenticated, "the server refused \(what): check the user name and password", underlying: underlying)
+        case 404, 410:
+            return ProviderError(.noSuchItem, "\(path) does not exist on the server", underlying: underlying)
+        case 409:
+            return ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server", underlying: underlying)
+        case 412:
+            return ProviderError(.versionMismatch, "\(path) changed on the server", underlying: underlying)
+        case 423:
+            return ProviderError(.locked, "\(path) is locked on the server; will retry", underlying: underlying)
+        case 507:
+            return ProviderError(.insufficientQuota, "the server has no space left for \(what)", underlying: underlying)
+        case 300..<400:
+            return ProviderError(.cannotSynchronize,
+                                 "the server redirected \(what) to \(location ?? "another URL"); set remote to the final URL",
+                                 underlying: underlying)
+        case 500..<600:
+            return ProviderError(.serverUnreachable, "the server failed \(what); will retry", underlying: underlying)
+        default:
+            return ProviderError(.cannotSynchronize, "the server answered \(what) unexpectedly", underlying: underlying)
+        }
+    }
+}

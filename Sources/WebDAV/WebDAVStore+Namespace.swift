@@ -1,0 +1,82 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import SyncEngine
+
+extension WebDAVStore {
+    public func move(_ source: RemotePath, to destination: RemotePath,
+                     version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        let condition = version.map(WriteCondition.mustMatch)
+        try await guarded("MOVE", source, condition: condition, destination: destination) { () throws(ProviderError) in
+            let request = connection.request("MOVE", path: paths.requestPath(source), headers:
+                [("Destination", absoluteURL(destination)), ("Overwrite", "F")] + (condition?.headers ?? []))
+            return try await connection.send(request).status
+        }
+        return try await entry(at: destination)
+    }
+
+    public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+        guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the server folder itself") }
+        try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
+            try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
+                                                         headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status
+        }
+    }
+
+    /// Runs a conditional request and turns its status into a result. A 412 is checked
+    /// against a fresh PROPFIND: a really different (or missing) version is a mismatch,
+    /// a taken destination a collision; an unchanged version (Apache's weak-ETag
+    /// second) is retried after a delay.
+    func guarded(_ method: String, _ path: RemotePath, condition: WriteCondition?, destination: RemotePath? = nil,
+                 send: () async throws(ProviderError) -> HTTPResponseStatus) async throws(ProviderError) {
+        for attempt in 0...Self.weakETagRetries {
+            let status = try await send()
+            switch status.code {
+            case 200..<300: return
+            case 412:
+                try await explainPreconditionFailure(method, path, condition: condition, destination: destination)
+                guard attempt < Self.weakETagRetries else { break }
+                logger.debug("412 on an unchanged version (weak ETag); retrying", metadata: ["path": "\(path)"])
+                do { try await Task.sleep(for: Self.weakETagDelay) } catch {
+                    throw ProviderError(.cancelled, "\(method) was cancelled")
+                }
+            case 409, 500:
+                guard method == "MOVE" || method == "PUT" else { throw status.providerError(method, path) }
+                // Apache answers a MOVE into a missing folder with 500, not 409.
+                let target = destination ?? path
+                if target.parent.isRoot == false, (try? await entry(at: target.parent)) == nil {
+                    throw ProviderError(.parentMissing, "the folder \(target.parent) does not exist on the server")
+                }
+                throw status.providerError(method, path)
+            default:
+                throw status.providerError(method, path)
+            }
+        }
+        throw ProviderError(.versionMismatch, "the server kept refusing \(method) \(path) although its version did not change",
+                            underlying: "HTTP 412")
+    }
+
+    /// Throws the real reason of a 412, or returns when the version is unchanged.
+    func explainPreconditionFailure(_ method: String, _ path: RemotePath, condition: WriteCondition?,
+                                    destination: RemotePath?) async throws(ProviderError) {
+        let current: RemoteEntry?
+        do { current = try await entry(at: path) } catch where error.code == .noSuchItem { current = nil }
+        switch condition {
+        case .mustNotExist?:
+            throw ProviderError(.filenameCollision, "\(path) already exists on the server")
+        case .mustMatch(let version)?:
+            guard let current else { throw ProviderError(.noSuchItem, "\(path) no longer exists on the server") }
+            guard let etag = current.etag, etag.sameValue(as: version) else {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+        case nil:
+            guard current != nil else { throw ProviderError(.noSuchItem, "\(path) does not exist on the server") }
+        }
+        if let destination, (try? await entry(at: destination)) != nil {
+            throw ProviderError(.filenameCollision, "\(destination) already exists on the server")
+        }
+        if condition == nil {
+            throw ProviderError(.cannotSynchronize, "the server refused \(method) \(path) with 412 for no visible reason")
+        }
+    }
+}

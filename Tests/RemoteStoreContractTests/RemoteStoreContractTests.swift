@@ -1,0 +1,181 @@
+import Foundation
+import SyncEngine
+import Testing
+
+/// The contract of `RemoteStore` (see its doc comment), run over every implementation.
+@Suite("RemoteStore contract")
+struct RemoteStoreContractTests {
+    @Test("an empty store lists nothing and its root is a folder", arguments: StoreKind.available)
+    func emptyStore(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            #expect(try await f.store.children(of: .root).isEmpty)
+            #expect(try await f.store.descendants(of: .root).isEmpty)
+            #expect(try await f.store.entry(at: .root).kind == .folder)
+            await expectCode(.noSuchItem) { try await f.store.entry(at: p("missing")) }
+        }
+    }
+
+    @Test("folders are created once, inside existing parents", arguments: StoreKind.available)
+    func folders(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let a = try await f.store.makeFolder(at: p("a"))
+            #expect(a.kind == .folder && a.path == p("a"))
+            _ = try await f.store.makeFolder(at: p("a/b"))
+            await expectCode(.filenameCollision) { try await f.store.makeFolder(at: p("a")) }
+            await expectCode(.parentMissing) { try await f.store.makeFolder(at: p("x/y")) }
+            #expect(try await f.store.children(of: p("a")).map(\.path) == [p("a/b")])
+        }
+    }
+
+    @Test("an upload creates a file whose bytes and size read back", arguments: StoreKind.available)
+    func uploadAndDownload(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let entry = try await f.put(p("hello.txt"), "hello, world")
+            #expect(entry.kind == .file && entry.size == 12 && entry.etag != nil)
+            #expect(try await f.read(p("hello.txt")) == "hello, world")
+            await expectCode(.filenameCollision) { try await f.put(p("hello.txt"), "other") }
+            #expect(try await f.read(p("hello.txt")) == "hello, world")
+            await expectCode(.parentMissing) { try await f.put(p("nope/x.txt"), "x") }
+        }
+    }
+
+    @Test("an empty file uploads and downloads", arguments: StoreKind.available)
+    func emptyFile(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let entry = try await f.put(p("empty"), "")
+            #expect(entry.size == 0 && entry.kind == .file)
+            #expect(try await f.read(p("empty")) == "")
+        }
+    }
+
+    @Test("a write based on the current version succeeds; on an old one it is refused", arguments: StoreKind.available)
+    func guardedWrites(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let first = try await f.put(p("doc.txt"), "version 1")
+            let second = try await f.store.upload(from: f.localFile("version two"), to: p("doc.txt"),
+                                                  condition: .mustMatch(first.etag!), progress: nil)
+            #expect(second.etag.map { !$0.sameValue(as: first.etag!) } == true)
+            await expectCode(.versionMismatch) {
+                try await f.store.upload(from: f.localFile("stale"), to: p("doc.txt"), condition: .mustMatch(first.etag!), progress: nil)
+            }
+            #expect(try await f.read(p("doc.txt")) == "version two")
+            await expectCode(.noSuchItem) {
+                try await f.store.upload(from: f.localFile("x"), to: p("gone.txt"), condition: .mustMatch(first.etag!), progress: nil)
+            }
+        }
+    }
+
+    @Test("saves in quick succession are not conflicts (Apache's weak-ETag second)", arguments: StoreKind.available)
+    func quickSaves(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            var entry = try await f.put(p("busy.txt"), "save 0")
+            for n in 1...3 {
+                entry = try await f.store.upload(from: f.localFile("save \(n) " + String(repeating: "x", count: n)),
+                                                 to: p("busy.txt"), condition: .mustMatch(entry.etag!), progress: nil)
+            }
+            #expect(try await f.read(p("busy.txt")) == "save 3 xxx")
+            try await f.store.delete(p("busy.txt"), version: entry.etag)
+            await expectCode(.noSuchItem) { try await f.store.entry(at: p("busy.txt")) }
+        }
+    }
+
+    @Test("ranges download only their bytes; a stale version is refused", arguments: StoreKind.available)
+    func ranges(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let entry = try await f.put(p("abc"), "ABCDEFGHIJKLMNOP")
+            let target = f.scratch.appendingPathComponent("range")
+            let version = try await f.store.download(p("abc"), range: ByteRange(offset: 2, length: 4),
+                                                     version: entry.etag, to: target, progress: nil)
+            #expect(String(decoding: try Data(contentsOf: target), as: UTF8.self) == "CDEF")
+            #expect(version.map { $0.sameValue(as: entry.etag!) } == true)
+            let tail = f.scratch.appendingPathComponent("tail")
+            _ = try await f.store.download(p("abc"), range: ByteRange(offset: 14, length: 10), version: nil, to: tail, progress: nil)
+            #expect(String(decoding: try Data(contentsOf: tail), as: UTF8.self) == "OP")
+            let past = f.scratch.appendingPathComponent("past")
+            _ = try await f.store.download(p("abc"), range: ByteRange(offset: 100, length: 10), version: nil, to: past, progress: nil)
+            #expect(try Data(contentsOf: past).isEmpty)
+            _ = try await f.store.upload(from: f.localFile("changed!"), to: p("abc"), condition: .mustMatch(entry.etag!), progress: nil)
+            await expectCode(.versionMismatch) {
+                try await f.store.download(p("abc"), range: nil, version: entry.etag, to: target, progress: nil)
+            }
+            await expectCode(.noSuchItem) { try await f.store.download(p("missing"), range: nil, version: nil, to: target, progress: nil) }
+        }
+    }
+
+    @Test("children lists one level, descendants the whole tree", arguments: StoreKind.available)
+    func listings(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            for folder in ["a", "a/b", "a/b/c", "d"] { _ = try await f.store.makeFolder(at: p(folder)) }
+            for file in ["top.txt", "a/one.txt", "a/b/two.txt", "a/b/c/three.txt"] { try await f.put(p(file), file) }
+            let top = try await f.store.children(of: .root).map(\.path).sorted()
+            #expect(top == [p("a"), p("d"), p("top.txt")])
+            let all = try await f.store.descendants(of: .root)
+            #expect(all.map(\.path).sorted() == ["a", "a/b", "a/b/c", "a/b/c/three.txt", "a/b/two.txt", "a/one.txt", "d", "top.txt"].map(p).sorted())
+            #expect(all.first { $0.path == p("a/b/c/three.txt") }?.size == 15)
+            let sub = try await f.store.descendants(of: p("a/b")).map(\.path).sorted()
+            #expect(sub == [p("a/b/c"), p("a/b/c/three.txt"), p("a/b/two.txt")])
+        }
+    }
+
+    @Test("a move never overwrites and is guarded by the source's version", arguments: StoreKind.available)
+    func moves(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let one = try await f.put(p("one.txt"), "1")
+            try await f.put(p("two.txt"), "2")
+            _ = try await f.store.makeFolder(at: p("dir"))
+            await expectCode(.filenameCollision) { try await f.store.move(p("one.txt"), to: p("two.txt"), version: nil) }
+            #expect(try await f.read(p("two.txt")) == "2")
+            await expectCode(.parentMissing) { try await f.store.move(p("one.txt"), to: p("nowhere/one.txt"), version: nil) }
+            await expectCode(.versionMismatch) {
+                try await f.store.move(p("two.txt"), to: p("dir/two.txt"), version: one.etag)
+            }
+            let moved = try await f.store.move(p("one.txt"), to: p("dir/uno.txt"), version: one.etag)
+            #expect(moved.path == p("dir/uno.txt"))
+            if let id = one.fileID { #expect(moved.fileID == id) }
+            #expect(try await f.read(p("dir/uno.txt")) == "1")
+            await expectCode(.noSuchItem) { try await f.store.entry(at: p("one.txt")) }
+            await expectCode(.noSuchItem) { try await f.store.move(p("one.txt"), to: p("x.txt"), version: nil) }
+        }
+    }
+
+    @Test("a folder moves with its contents in one operation", arguments: StoreKind.available)
+    func folderMove(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            _ = try await f.store.makeFolder(at: p("src"))
+            _ = try await f.store.makeFolder(at: p("src/inner"))
+            try await f.put(p("src/inner/f.txt"), "deep")
+            _ = try await f.store.move(p("src"), to: p("dst"), version: nil)
+            #expect(try await f.read(p("dst/inner/f.txt")) == "deep")
+            #expect(try await f.store.children(of: .root).map(\.path) == [p("dst")])
+        }
+    }
+
+    @Test("deletes are guarded and recursive", arguments: StoreKind.available)
+    func deletes(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let old = try await f.put(p("f.txt"), "old")
+            let new = try await f.store.upload(from: f.localFile("new"), to: p("f.txt"), condition: .mustMatch(old.etag!), progress: nil)
+            await expectCode(.versionMismatch) { try await f.store.delete(p("f.txt"), version: old.etag) }
+            #expect(try await f.read(p("f.txt")) == "new")
+            try await f.store.delete(p("f.txt"), version: new.etag)
+            await expectCode(.noSuchItem) { try await f.store.delete(p("f.txt"), version: nil) }
+            _ = try await f.store.makeFolder(at: p("tree"))
+            _ = try await f.store.makeFolder(at: p("tree/sub"))
+            try await f.put(p("tree/sub/x"), "x")
+            try await f.store.delete(p("tree"), version: nil)
+            #expect(try await f.store.descendants(of: .root).isEmpty)
+        }
+    }
+
+    @Test("a symlink is stored as a symlink and never followed", arguments: StoreKind.available)
+    func symlinks(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let link = try await f.store.makeSymlink(at: p("link"), target: "../outside/secret", condition: .mustNotExist)
+            #expect(link.kind == .symlink && link.symlinkTarget == "../outside/secret")
+            let listed = try await f.store.children(of: .root)
+            #expect(listed.map(\.path) == [p("link")] && listed.first?.kind == .symlink)
+            #expect(listed.first?.symlinkTarget == "../outside/secret")
+            await expectCode(.filenameCollision) { try await f.store.makeSymlink(at: p("link"), target: "x", condition: .mustNotExist) }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import LocalStore
+import SyncEngine
+import Testing
+import WebDAV
+
+/// The implementations the contract suite runs over.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case localDirectory
+    /// Apache mod_dav with `DavDepthInfinity Off` (the default): listings walk.
+    case apache
+    /// Apache mod_dav with `DavDepthInfinity On`: one request lists a tree.
+    case apacheDepthInfinity
+
+    var testDescription: String { rawValue }
+
+    /// Every kind whose backing server is available in this run.
+    static var available: [StoreKind] {
+        TestServer.configured ? allCases : [.localDirectory]
+    }
+}
+
+/// The private Apache that `packaging/test.sh` starts (see `packaging/dav-server.sh`).
+enum TestServer {
+    static let environment = ProcessInfo.processInfo.environment
+    static var configured: Bool { environment["TIDESYNC_TEST_DAV_URL"] != nil }
+    static var user: String { environment["TIDESYNC_TEST_DAV_USER"] ?? "" }
+    static var password: String { environment["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
+    static var accessLog: String? { environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] }
+
+    static func baseURL(_ kind: StoreKind) -> URL {
+        URL(string: environment[kind == .apache ? "TIDESYNC_TEST_DAV_URL" : "TIDESYNC_TEST_DAV_INF_URL"]!)!
+    }
+
+    static func diskRoot(_ kind: StoreKind) -> String {
+        environment[kind == .apache ? "TIDESYNC_TEST_DAV_ROOT" : "TIDESYNC_TEST_DAV_INF_ROOT"]!
+    }
+}
+
+/// A fresh, empty store for one test: a temp directory, or a new collection on the
+/// private Apache. `close()` removes what the test made.
+struct StoreFixture {
+    let kind: StoreKind
+    let store: any RemoteStore
+    /// Where the store's files are on disk (the server's disk for Apache).
+    let diskPath: String
+    /// A scratch directory for local files.
+    let scratch: URL
+    private let webDAV: WebDAVStore?
+
+    init(_ kind: StoreKind) async throws {
+        self.kind = kind
+        let unique = "t-\(UUID().uuidString.prefix(8))"
+        scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-contract-\(unique)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        switch kind {
+        case .localDirectory:
+            diskPath = scratch.appendingPathComponent("store").path
+            try FileManager.default.createDirectory(atPath: diskPath, withIntermediateDirectories: true)
+            store = LocalDirectoryStore(root: diskPath)
+            webDAV = nil
+        case .apache, .apacheDepthInfinity:
+            let base = TestServer.baseURL(kind)
+            let root = try WebDAVEndpoint(baseURL: base, username: TestServer.user,
+                                          password: TestServer.password, allowInsecureHTTP: false)
+            let rootStore = WebDAVStore(endpoint: root, connections: 2)
+            _ = try await rootStore.makeFolder(at: RemotePath([unique]))
+            await rootStore.shutdown()
+            let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(unique, isDirectory: true),
+                                              username: TestServer.user, password: TestServer.password,
+                                              allowInsecureHTTP: false)
+            let store = WebDAVStore(endpoint: endpoint, connections: 8)
+            self.store = store
+            webDAV = store
+            diskPath = TestServer.diskRoot(kind) + "/" + unique
+        }
+    }
+
+    func close() async {
+        await webDAV?.shutdown()
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    /// Writes `contents` to a new scratch file and returns its URL.
+    func localFile(_ contents: String, name: String = UUID().uuidString) throws -> URL {
+        let url = scratch.appendingPathComponent(name)
+        try Data(contents.utf8).write(to: url)
+        return url
+    }
+
+    /// Downloads the whole file at `path` and returns its text.
+    func read(_ path: RemotePath) async throws -> String {
+        let target = scratch.appendingPathComponent(UUID().uuidString)
+        _ = try await store.download(path, range: nil, version: nil, to: target, progress: nil)
+        return String(decoding: try Data(contentsOf: target), as: UTF8.self)
+    }
+
+    /// Uploads `contents` as a new file at `path`.
+    @discardableResult
+    func put(_ path: RemotePath, _ contents: String) async throws -> RemoteEntry {
+        try await store.upload(from: localFile(contents), to: path, condition: .mustNotExist, progress: nil)
+    }
+}
+
+/// Runs `body` with a fresh fixture and always cleans up.
+func withStore(_ kind: StoreKind, _ body: (StoreFixture) async throws -> Void) async throws {
+    let fixture = try await StoreFixture(kind)
+    do {
+        try await body(fixture)
+    } catch {
+        await fixture.close()
+        throw error
+    }
+    await fixture.close()
+}
+
+/// `p("a/b")`: a RemotePath literal for tests.
+func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
+
+/// Expects `body` to throw a ProviderError with `code`.
+func expectCode<T>(_ code: ProviderError.Code, sourceLocation: SourceLocation = #_sourceLocation,
+                   _ body: () async throws -> T) async {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as ProviderError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected ProviderError \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}

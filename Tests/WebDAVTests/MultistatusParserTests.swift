@@ -1,0 +1,89 @@
+import Foundation
+import SyncEngine
+import Testing
+@testable import WebDAV
+
+/// What a server (broken, hostile or just unusual) can send, and what the parser makes of it.
+@Suite("Multistatus parsing")
+struct MultistatusParserTests {
+    static let nextcloudStyle = """
+        <?xml version="1.0"?>
+        <d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
+         <d:response>
+          <d:href>/remote.php/dav/files/alice/Docs/</d:href>
+          <d:propstat><d:prop><d:resourcetype><d:collection/></d:resourcetype>
+            <d:getetag>&quot;5f2a&quot;</d:getetag><oc:fileid>17</oc:fileid></d:prop>
+           <d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+         </d:response>
+         <d:response>
+          <d:href>/remote.php/dav/files/alice/Docs/a%20b%23c.txt</d:href>
+          <d:propstat><d:prop><d:resourcetype/><d:getcontentlength>42</d:getcontentlength>
+            <d:getetag>W/"abc-123"</d:getetag><oc:fileid>18</oc:fileid>
+            <d:getlastmodified>Sun, 22 Nov 2026 13:45:01 GMT</d:getlastmodified></d:prop>
+           <d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+          <d:propstat><d:prop><d:getcontentlength>999</d:getcontentlength></d:prop>
+           <d:status>HTTP/1.1 404 Not Found</d:status></d:propstat>
+         </d:response>
+        </d:multistatus>
+        """
+
+    @Test("a Nextcloud-style answer gives folders, files, sizes, weak ETags and file ids")
+    func nextcloudAnswer() throws {
+        let responses = try MultistatusParser.parse(Data(Self.nextcloudStyle.utf8))
+        #expect(responses.count == 2)
+        #expect(responses[0].isCollection && responses[0].fileID == "17" && responses[0].etag == "\"5f2a\"")
+        #expect(!responses[1].isCollection && responses[1].contentLength == 42)
+        #expect(ETag(header: responses[1].etag!) == ETag(value: "abc-123", isWeak: true))
+        let paths = WebDAVPath(basePath: "/remote.php/dav/files/alice/")
+        #expect(paths.remotePath(href: responses[1].href) == p("Docs/a b#c.txt"))
+    }
+
+    @Test("broken documents are errors, never an empty listing", arguments: [
+        "", "   ", "<a><b>x</b><b>y", "<a><b>x</a>", "<?xml version=\"1.0\"?><html><body>Login</body></html>",
+        "<d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/x</d:href>", "&nope;",
+    ])
+    func brokenDocuments(body: String) {
+        #expect(throws: ProviderError.self) { try MultistatusParser.parse(Data(body.utf8)) }
+    }
+
+    @Test("a propstat that is not 200 contributes nothing")
+    func failedPropstat() throws {
+        let body = """
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/f</d:href>
+            <d:propstat><d:prop><d:getcontentlength>5</d:getcontentlength></d:prop><d:status>HTTP/1.1 403 Forbidden</d:status></d:propstat>
+            </d:response></d:multistatus>
+            """
+        let responses = try MultistatusParser.parse(Data(body.utf8))
+        #expect(responses.count == 1 && responses[0].contentLength == nil)
+    }
+}
+
+@Suite("WebDAV paths")
+struct WebDAVPathTests {
+    let paths = WebDAVPath(basePath: "/dav/home%20dir/")
+
+    @Test("names are percent-encoded byte by byte and decode back")
+    func roundTrip() throws {
+        let path = try RemotePath(["a b", "c#d?e&f%g'h\"i", "caf\u{00E9}", "cafe\u{0301}"])
+        let encoded = paths.requestPath(path)
+        #expect(encoded == "/dav/home%20dir/a%20b/c%23d%3Fe%26f%25g%27h%22i/caf%C3%A9/cafe%CC%81")
+        #expect(paths.remotePath(href: encoded) == path)
+        #expect(paths.remotePath(href: "http://127.0.0.1:8080" + encoded + "/") == path)
+    }
+
+    @Test("hrefs outside the base, with dot segments, bad escapes or bad UTF-8 are rejected", arguments: [
+        "/other/x", "/dav/", "/dav/home%20dir/../x", "/dav/home%20dir/%ZZ", "/dav/home%20dir/%FF%FE", "/dav/home%20dir/a%2Fb",
+        "/dav/home%20dir/" + String(repeating: "x", count: 256),
+    ])
+    func rejected(href: String) {
+        #expect(paths.remotePath(href: href) == nil)
+    }
+
+    @Test("the base itself is the root")
+    func base() {
+        #expect(paths.remotePath(href: "/dav/home%20dir/") == .root)
+        #expect(paths.remotePath(href: "/dav/home dir") == .root)
+    }
+}
+
+func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
