@@ -101,7 +101,8 @@ public struct PendingOperation: Hashable, Sendable, Codable {
 public enum StateChange: Hashable, Sendable {
     /// Inserts or replaces the item's row.
     case upsert(ItemRecord)
-    /// Removes the item, its descendants and their ranges, members and operations.
+    /// Removes the item, its descendants and their ranges and bundle members. Journal
+    /// entries stay: an operation may outlive its item row and is completed separately.
     case remove(ItemIdentifier)
     /// Replaces the item's hydrated ranges and the version they belong to.
     case setHydratedRanges(ItemIdentifier, RangeSet, version: ETag?)

@@ -1,0 +1,132 @@
+// The state DB's schema, as a list of migrations.
+//
+// APPEND-ONLY. A migration that has landed is never edited, renamed, reordered or
+// removed: state DBs in the field have run it and recorded its name in
+// `grdb_migrations`, and a DB built from the landed text must keep opening. A schema
+// change is a new migration appended at the end, named `v<N>-<what-it-does>`, written in
+// literal SQL. When you append one, extend `Tests/StateDatabaseTests/MigrationTests.swift`:
+// its fixture is the v1 DDL exactly as it landed, and the test opens a DB built from it.
+//
+// Tables are STRICT, so a value of the wrong type is refused rather than stored. Names
+// compare byte-exact (BINARY collation: memcmp of the UTF-8 bytes), so NFC and NFD
+// spellings of one name are two names, as they are on a Linux disk.
+
+import GRDB
+
+/// The migrations of the state DB, in order.
+enum StateSchema {
+    /// The migrator holding every migration this binary knows, oldest first.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration(v1Name) { db in
+            try db.execute(sql: v1SQL)
+        }
+        return migrator
+    }()
+
+    /// The first migration: items, hydrated ranges, bundle manifests, domain state and the journal.
+    static let v1Name = "v1-items-journal"
+
+    static let v1SQL = """
+        -- The middle-man state of every item (DESIGN.md, "Three states"): what the remote and
+        -- the local side last agreed on. The root row is inserted below.
+        CREATE TABLE item (
+            -- The ItemIdentifier: 'root' or a UUID string; never a path.
+            id                  TEXT NOT NULL PRIMARY KEY,
+            -- The containing folder; NULL only for the root.
+            parent_id           TEXT REFERENCES item (id),
+            -- The name in the parent, byte-exact; '' only for the root.
+            name                TEXT NOT NULL COLLATE BINARY,
+            kind                TEXT NOT NULL CHECK (kind IN ('file', 'folder', 'symlink', 'bundle')),
+            -- Content bytes at the last sync; 0 for folders.
+            size                INTEGER NOT NULL CHECK (size >= 0),
+            -- The remote ETag (the content version) the local copy is based on, without quotes
+            -- or W/; NULL before the first sync. remote_etag_weak: 1 when the server sent it weak.
+            remote_etag         TEXT,
+            remote_etag_weak    INTEGER NOT NULL DEFAULT 0 CHECK (remote_etag_weak IN (0, 1)),
+            -- The server's stable file id (oc:fileid, or a local store's inode), when it has one.
+            remote_file_id      TEXT,
+            -- For symlinks, the target as written.
+            symlink_target      TEXT,
+            -- 'sha256:<hex>' of the synced content.
+            content_hash        TEXT,
+            -- The local stat right after the last sync: all three, or none when nothing is on
+            -- disk yet. local_inode holds the unsigned 64-bit st_ino as its two's-complement bit
+            -- pattern, so inodes of 2^63 and above read back negative here.
+            local_inode         INTEGER,
+            local_size          INTEGER,
+            -- Nanoseconds since 1970-01-01 UTC.
+            local_mtime_ns      INTEGER,
+            materialization     TEXT NOT NULL CHECK (materialization IN ('dataless', 'partial', 'materialized')),
+            pin_state           TEXT NOT NULL CHECK (pin_state IN ('inherited', 'pinned', 'unpinned')),
+            -- The remote ETag the item's hydrated_range rows belong to (same form as remote_etag);
+            -- NULL when no version was recorded with them.
+            hydrated_etag       TEXT,
+            hydrated_etag_weak  INTEGER NOT NULL DEFAULT 0 CHECK (hydrated_etag_weak IN (0, 1)),
+            CHECK ((parent_id IS NULL) = (id = 'root')),
+            CHECK ((name = '') = (id = 'root')),
+            CHECK ((local_inode IS NULL) = (local_size IS NULL)
+                   AND (local_size IS NULL) = (local_mtime_ns IS NULL)),
+            UNIQUE (parent_id, name)
+        ) STRICT;
+
+        -- Rename detection: local (by inode) and remote (by file id).
+        CREATE INDEX item_by_local_inode ON item (local_inode);
+        CREATE INDEX item_by_remote_file_id ON item (remote_file_id);
+
+        -- The hydrated bytes of a partial file: half-open ranges [start_offset, end_offset),
+        -- disjoint and not touching, belonging to item.hydrated_etag. Data is fsynced before
+        -- its range is recorded here (DESIGN.md, "Dataless placeholders").
+        CREATE TABLE hydrated_range (
+            item_id             TEXT NOT NULL REFERENCES item (id) ON DELETE CASCADE,
+            start_offset        INTEGER NOT NULL CHECK (start_offset >= 0),
+            end_offset          INTEGER NOT NULL CHECK (end_offset > start_offset),
+            PRIMARY KEY (item_id, start_offset)
+        ) STRICT;
+
+        -- The manifest of a bundle (DESIGN.md, "Bundles"): one row per member below it, so a
+        -- modified bundle re-uploads only the members that changed. Written and read by the
+        -- bundles work; v1 only creates the table.
+        CREATE TABLE bundle_member (
+            bundle_id           TEXT NOT NULL REFERENCES item (id) ON DELETE CASCADE,
+            -- The member's path below the bundle, '/'-separated, byte-exact.
+            relative_path       TEXT NOT NULL COLLATE BINARY,
+            kind                TEXT NOT NULL CHECK (kind IN ('file', 'folder', 'symlink')),
+            size                INTEGER NOT NULL CHECK (size >= 0),
+            content_hash        TEXT,
+            remote_etag         TEXT,
+            remote_etag_weak    INTEGER NOT NULL DEFAULT 0 CHECK (remote_etag_weak IN (0, 1)),
+            PRIMARY KEY (bundle_id, relative_path)
+        ) STRICT;
+
+        -- Values of the domain by key. 'sync_anchor': the working set's anchor, absent before
+        -- the first enumeration.
+        CREATE TABLE domain_state (
+            key                 TEXT NOT NULL PRIMARY KEY,
+            value               TEXT NOT NULL
+        ) STRICT;
+
+        -- The journal: an operation is written here before it starts and deleted in the
+        -- transaction that records its result, so after a crash what is left is replayed.
+        -- item_id has no foreign key: an operation may outlive its item's row.
+        CREATE TABLE pending_operation (
+            -- Increasing in journal order, never reused (AUTOINCREMENT).
+            id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+            item_id             TEXT,
+            -- The engine's vocabulary: 'upload', 'download', 'move', ...
+            kind                TEXT NOT NULL,
+            -- The operation's arguments as the engine encoded them (JSON).
+            payload             BLOB NOT NULL,
+            -- Seconds since 1970-01-01 UTC.
+            created_at          REAL NOT NULL,
+            -- Failed tries so far.
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            -- Seconds since 1970-01-01 UTC before which it is not retried; NULL: at once.
+            not_before          REAL,
+            last_error          TEXT
+        ) STRICT;
+
+        INSERT INTO item (id, parent_id, name, kind, size, materialization, pin_state)
+        VALUES ('root', NULL, '', 'folder', 0, 'materialized', 'inherited');
+        """
+}
