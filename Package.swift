@@ -49,6 +49,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "SyncModelTests", dependencies: ["SyncModel"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
         .testTarget(name: "WebDAVTests", dependencies: [

@@ -51,11 +51,26 @@ public struct RemotePath: Hashable, Sendable, Codable, CustomStringConvertible, 
     /// True when `self` is `other` or lies below it.
     public func isDescendant(of other: RemotePath) -> Bool {
         components.count >= other.components.count
-            && Array(components.prefix(other.components.count)) == other.components
+            && RemotePath(validated: Array(components.prefix(other.components.count))) == other
     }
 
     /// `a/b/c`; "" for the root.
     public var description: String { components.joined(separator: "/") }
+
+    // Swift's String == treats canonically equivalent strings (NFC "é" and NFD "e\u{301}")
+    // as equal; file systems and servers do not, so paths compare and hash by bytes.
+    public static func == (lhs: RemotePath, rhs: RemotePath) -> Bool {
+        lhs.components.count == rhs.components.count
+            && zip(lhs.components, rhs.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(components.count)
+        for name in components {
+            hasher.combine(name.utf8.count)
+            for byte in name.utf8 { hasher.combine(byte) }
+        }
+    }
 
     public static func < (lhs: RemotePath, rhs: RemotePath) -> Bool {
         lhs.components.lexicographicallyPrecedes(rhs.components) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

@@ -17,11 +17,7 @@ extension WebDAVStore {
         let request = connection.request("GET", path: paths.requestPath(path), headers: headers)
         let response = try await connection.stream(request)
         let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
-        switch response.status.code {
-        case 200, 206: break
-        case 416: return etag ?? version  // the range starts at or after the end: nothing to write
-        default: throw response.status.providerError("GET", path)
-        }
+        guard [200, 206, 416].contains(response.status.code) else { throw response.status.providerError("GET", path) }
         // The response's own ETag says which version the bytes belong to; comparing it
         // instead of sending If-Match avoids Apache's spurious 412 on weak tags.
         if let version, let etag, !etag.sameValue(as: version) {
@@ -32,21 +28,25 @@ extension WebDAVStore {
             throw ProviderError(.cannotSynchronize, "cannot create \(destination.path)", underlying: String(cString: strerror(errno)))
         }
         defer { close(fd) }
+        // 416: the range starts at or after the end, so there is nothing to write.
+        if response.status.code == 416 { return etag ?? version }
         let ignoredRange = response.status.code == 200 && range != nil
         var writer = ChunkWriter(descriptor: fd, skip: ignoredRange ? range!.offset : 0,
                                  limit: range.map(\.length))
-        let total = range?.length ?? response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        let sent = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        var received: Int64 = 0
         do {
             for try await chunk in response.body {
+                received += Int64(chunk.readableBytes)
                 try writer.write(chunk)
-                progress?(writer.written, total)
+                progress?(writer.written, range?.length ?? sent)
                 if writer.isComplete, ignoredRange { break }
             }
         } catch {
             throw WebDAVConnection.map(error, method: "GET")
         }
-        if let total, writer.written < total, !(range != nil && ignoredRange == false && writer.written > 0 && response.status.code == 206) {
-            throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(writer.written) of \(total) bytes); will retry")
+        if let sent, received < sent, !(ignoredRange && writer.isComplete) {
+            throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(received) of \(sent) bytes); will retry")
         }
         guard fsync(fd) == 0 else {
             throw ProviderError(.cannotSynchronize, "cannot write \(destination.path)", underlying: String(cString: strerror(errno)))

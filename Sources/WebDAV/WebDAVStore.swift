@@ -65,7 +65,6 @@ public final class WebDAVStore: RemoteStore {
                            metadata: ["href": "\(response.href.prefix(300))"])
             return nil
         }
-        if path.components.contains(where: { $0.hasPrefix(Self.temporaryPrefix) }) { return nil }
         let kind: ItemKind = response.isCollection ? .folder : (response.symlinkTarget != nil ? .symlink : .file)
         return RemoteEntry(path: path, kind: kind, size: kind == .folder ? 0 : max(0, response.contentLength ?? 0),
                            etag: response.etag.flatMap(ETag.init(header:)), fileID: response.fileID,
@@ -91,7 +90,7 @@ public final class WebDAVStore: RemoteStore {
 
     public func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
         let entries = try await propfind(path, depth: "1", isFolder: true)
-        return entries.filter { $0.path.parent == path && $0.path != path }
+        return entries.filter { $0.path.parent == path && $0.path != path && !Self.isTemporary($0.path) }
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
@@ -99,7 +98,7 @@ public final class WebDAVStore: RemoteStore {
             do {
                 let entries = try await propfind(path, depth: "infinity", isFolder: true)
                 depthInfinity.withLock { $0 = true }
-                return entries.filter { $0.path != path && $0.path.isDescendant(of: path) }
+                return entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) }
             } catch where error.code == .notAuthenticated && depthInfinity.withLock({ $0 }) == nil {
                 // Apache answers 403 to Depth infinity unless DavDepthInfinity is on; a real
                 // auth failure shows again on the Depth 1 walk below.
@@ -146,6 +145,11 @@ public final class WebDAVStore: RemoteStore {
     }
 
     static let temporaryPrefix = ".tidesync-tmp-"
+
+    /// True for our own temporary uploads, which listings never show.
+    static func isTemporary(_ path: RemotePath) -> Bool {
+        path.components.contains { $0.hasPrefix(temporaryPrefix) }
+    }
 
     func absoluteURL(_ path: RemotePath, isFolder: Bool = false) -> String {
         connection.endpoint.origin + paths.requestPath(path, isFolder: isFolder)

@@ -32,7 +32,7 @@ struct LargeFileContractTests {
 
     /// Writes `size` bytes of a position-dependent pattern, 1 MiB at a time.
     static func writePattern(to url: URL, size: Int64) throws {
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         var block = [UInt8](repeating: 0, count: 1 << 20)

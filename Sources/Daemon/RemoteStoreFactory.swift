@@ -1,0 +1,38 @@
+import Foundation
+import LocalStore
+import Logging
+import SyncEngine
+import TidesyncConfig
+import WebDAV
+
+/// A domain's remote store together with how to release it.
+public struct OpenedStore: Sendable {
+    public let store: any RemoteStore
+    /// Closes connections; the store must not be used afterwards.
+    public let close: @Sendable () async -> Void
+}
+
+/// Builds the `RemoteStore` a domain's `remote` names.
+public enum RemoteStoreFactory {
+    /// Opens the store of `domain`, resolving its password now (it is kept only in the
+    /// store's `Authorization` header). Errors are user-facing and hold no password.
+    public static func open(_ domain: DomainConfiguration, logger: Logger) throws(ProviderError) -> OpenedStore {
+        switch domain.remote {
+        case .localDirectory(let path):
+            return OpenedStore(store: LocalDirectoryStore(root: path), close: {})
+        case .webDAV(let url):
+            let password: Password?
+            do { password = try domain.resolvePassword() } catch {
+                throw ProviderError(.notAuthenticated, "domain \"\(domain.name)\": \(error)")
+            }
+            if domain.username != nil, password == nil {
+                throw ProviderError(.notAuthenticated,
+                                    "domain \"\(domain.name)\" has a username but no password: set password_command, password_file or \(DomainConfiguration.passwordVariable(forDomain: domain.name))")
+            }
+            let endpoint = try WebDAVEndpoint(baseURL: url, username: domain.username, password: password?.cleartext,
+                                              allowInsecureHTTP: domain.allowInsecureHTTP)
+            let store = WebDAVStore(endpoint: endpoint, connections: domain.transfers * 2, logger: logger)
+            return OpenedStore(store: store, close: { await store.shutdown() })
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import TOMLKit
+
+/// Reading a domain's timings, limits, lists and `[domain.placeholders]`, and
+/// noting the settings that are accepted but not yet in effect.
+extension ConfigValidator {
+    mutating func readTuning(_ table: TOMLTable, in scope: KeyScope, into domain: inout DomainConfiguration) {
+        if let value = duration(table, "poll_interval", in: scope) { domain.pollInterval = value }
+        if let value = duration(table, "debounce", in: scope) { domain.debounce = value }
+        if let value = duration(table, "rescan_interval", in: scope) { domain.rescanInterval = value }
+        if let value = integer(table, "transfers", in: scope, range: 1...64, expected: "an integer from 1 to 64") {
+            domain.transfers = value
+        }
+        if let value = integer(table, "max_delete", in: scope, range: 0...Int.max, expected: "an integer of 0 or more") {
+            domain.maxDelete = value
+        }
+        if let value = strings(table, "exclude", in: scope, example: "exclude = [\"*.tmp\"]") { domain.exclude = value }
+        if let value = readBundleExtensions(table, in: scope) { domain.bundleExtensions = value }
+    }
+
+    private mutating func readBundleExtensions(_ table: TOMLTable, in scope: KeyScope) -> [String]? {
+        let key = "bundle_extensions"
+        guard let extensions = strings(table, key, in: scope, example: "bundle_extensions = [\"app\", \"pages\"]") else {
+            return nil
+        }
+        var valid = true
+        for (index, text) in extensions.enumerated()
+        where text.isEmpty || text.contains(".") || text.contains("/") {
+            valid = false
+            let bare = text.split(whereSeparator: { $0 == "." || $0 == "/" }).last.map(String.init) ?? "app"
+            error(
+                "\(scope.subject)\(key)[\(index)] = \(DiagnosticWording.quoted(text)) must be an extension without a "
+                    + "dot, e.g. \(DiagnosticWording.quoted(bare)).",
+                at: sourceMap.value(scope.path(key) + ["[\(index)]"])
+            )
+        }
+        return valid ? extensions : nil
+    }
+
+    mutating func readPlaceholders(_ domainTable: TOMLTable, in domainScope: KeyScope) -> PlaceholderSettings {
+        var settings = PlaceholderSettings()
+        guard let value = domainTable["placeholders"] else { return settings }
+        guard let table = value.table else {
+            typeError("placeholders", value, in: domainScope, expected: "a table ([domain.placeholders])")
+            return settings
+        }
+        let scope = KeyScope(
+            path: domainScope.path("placeholders"), label: domainScope.label, keyPrefix: "placeholders.",
+            place: "in [domain.placeholders] of \(domainScope.label)"
+        )
+        let name = domainTable["name"]?.string
+        checkKeys(table, allowed: Self.placeholderKeys, in: scope, misplaced: misplacedInDomain(scope, name: name, inPlaceholders: true))
+        if let mode = readMode(table, in: scope) { settings.mode = mode }
+        if let minimum = size(table, "min_size", in: scope) { settings.minimumSize = minimum.0 }
+        if let alignment = readAlignment(table, in: scope) { settings.alignment = alignment }
+        if let globs = strings(table, "keep_local", in: scope, example: "keep_local = [\"Documents/**\"]") {
+            settings.keepLocal = globs
+        }
+        return settings
+    }
+
+    private mutating func readMode(_ table: TOMLTable, in scope: KeyScope) -> PlaceholderMode? {
+        guard let text = string(table, "mode", in: scope) else { return nil }
+        guard let mode = PlaceholderMode(rawValue: text) else {
+            valueError(
+                "\(written("mode", text, in: scope)) is not a placeholder mode; use \"off\", \"auto\" or \"all\".",
+                key: "mode", in: scope
+            )
+            return nil
+        }
+        return mode
+    }
+
+    private mutating func readAlignment(_ table: TOMLTable, in scope: KeyScope) -> ByteCount? {
+        guard let parsed = size(table, "alignment", in: scope) else { return nil }
+        let (alignment, written) = parsed
+        let fix = "use e.g. \"4KiB\", \"64KiB\" or \"1MiB\"."
+        if !alignment.isPowerOfTwo {
+            valueError("\(written) is not a power of two; \(fix)", key: "alignment", in: scope)
+            return nil
+        }
+        if alignment.bytes < 4096 {
+            valueError("\(written) is below the minimum of 4KiB; \(fix)", key: "alignment", in: scope)
+            return nil
+        }
+        return alignment
+    }
+
+    /// Notes for settings that are validated but whose feature is not built yet.
+    mutating func noteSettingsNotInEffect(_ table: TOMLTable, domain: DomainConfiguration, in scope: KeyScope) {
+        let placeholdersPath = scope.path("placeholders")
+        let mode = domain.placeholders.mode
+        if mode != .off {
+            note(
+                "\(scope.label): placeholders are not yet in effect (mode = \"\(mode.rawValue)\" is accepted and "
+                    + "validated; files are downloaded in full)",
+                at: sourceMap.value(placeholdersPath + ["mode"])
+            )
+        } else if table["placeholders"]?.table?.contains(key: "keep_local") == true {
+            note(
+                "\(scope.label): placeholders.keep_local is not yet in effect (accepted and validated; files are "
+                    + "downloaded in full)",
+                at: sourceMap.key(placeholdersPath + ["keep_local"])
+            )
+        }
+        let effects = [
+            ("debounce", "the built-in timing is used"),
+            ("rescan_interval", "the built-in timing is used"),
+            ("max_delete", "deletions are not held back yet"),
+            ("bundle_extensions", "directories with these extensions sync as ordinary folders"),
+        ]
+        for (key, effect) in effects where table.contains(key: key) {
+            note(
+                "\(scope.label): \(key) is not yet in effect (accepted and validated; \(effect))",
+                at: sourceMap.key(scope.path(key))
+            )
+        }
+    }
+}

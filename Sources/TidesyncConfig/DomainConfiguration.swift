@@ -1,0 +1,131 @@
+import Foundation
+
+/// One synced folder: a `[[domain]]` table of the configuration file, validated.
+public struct DomainConfiguration: Sendable, Equatable {
+    /// The domain's name (`[A-Za-z0-9_-]{1,64}`), unique in the file; names the
+    /// state database `<name>.sqlite` and the variable `TIDESYNC_PASSWORD_<NAME>`.
+    public var name: String
+    /// The local sync folder: absolute and standardised.
+    public var localPath: String
+    /// Where the other copy lives.
+    public var remote: RemoteLocation
+    /// The user name for the server, if any.
+    public var username: String?
+    /// Where the password comes from; read it with ``resolvePassword(environment:)``.
+    public var credentials: CredentialSource
+    /// Whether plain `http` to a host other than this machine was allowed explicitly.
+    public var allowInsecureHTTP: Bool
+    /// How often the remote is polled for changes (default 30 s).
+    public var pollInterval: Duration
+    /// How long local changes settle before they are acted on (default 1 s).
+    public var debounce: Duration
+    /// How often the whole local folder is rescanned (default 1 h).
+    public var rescanInterval: Duration
+    /// How many transfers run at once, 1 to 64 (default 4).
+    public var transfers: Int
+    /// The most deletions one pass may make without confirmation (default 500).
+    public var maxDelete: Int
+    /// Glob patterns of paths that are never synced, in addition to the built-in list.
+    public var exclude: [String]
+    /// Directory name extensions (without dots) whose directories sync as one item.
+    public var bundleExtensions: [String]
+    /// The dataless-placeholder settings.
+    public var placeholders: PlaceholderSettings
+
+    /// The extensions treated as bundles when `bundle_extensions` is not set.
+    public static let defaultBundleExtensions = [
+        "app", "bundle", "framework", "pages", "key", "numbers", "rtfd", "photoslibrary", "sparsebundle",
+    ]
+
+    /// Creates a domain with the documented defaults for everything not given.
+    public init(
+        name: String, localPath: String, remote: RemoteLocation, username: String? = nil,
+        credentials: CredentialSource? = nil, allowInsecureHTTP: Bool = false,
+        pollInterval: Duration = .seconds(30), debounce: Duration = .seconds(1),
+        rescanInterval: Duration = .seconds(3600), transfers: Int = 4, maxDelete: Int = 500,
+        exclude: [String] = [], bundleExtensions: [String] = Self.defaultBundleExtensions,
+        placeholders: PlaceholderSettings = PlaceholderSettings()
+    ) {
+        self.name = name
+        self.localPath = localPath
+        self.remote = remote
+        self.username = username
+        self.credentials = credentials ?? .environment(variable: Self.passwordVariable(forDomain: name))
+        self.allowInsecureHTTP = allowInsecureHTTP
+        self.pollInterval = pollInterval
+        self.debounce = debounce
+        self.rescanInterval = rescanInterval
+        self.transfers = transfers
+        self.maxDelete = maxDelete
+        self.exclude = exclude
+        self.bundleExtensions = bundleExtensions
+        self.placeholders = placeholders
+    }
+
+    /// The environment variable that holds the password when neither
+    /// `password_command` nor `password_file` is set:
+    /// `TIDESYNC_PASSWORD_<NAME>`, upper-cased, with `-` turned into `_`.
+    public static func passwordVariable(forDomain name: String) -> String {
+        "TIDESYNC_PASSWORD_" + name.uppercased().replacingOccurrences(of: "-", with: "_")
+    }
+
+    /// Reads the password from its source now (it is never stored in the
+    /// configuration); `nil` when the source is an unset environment variable.
+    /// Runs `password_command` if that is the source, and may block while it runs.
+    public func resolvePassword(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(PasswordError) -> Password? {
+        try credentials.resolvePassword(environment: environment)
+    }
+}
+
+/// Where a domain's remote copy lives.
+public enum RemoteLocation: Sendable, Equatable, CustomStringConvertible {
+    /// A WebDAV collection; the URL has scheme http or https, a host, no
+    /// credentials, and a path ending in `/`.
+    case webDAV(URL)
+    /// A directory on this machine (a `file:` URL), as an absolute standardised path.
+    case localDirectory(String)
+
+    /// The URL or path, for logs.
+    public var description: String {
+        switch self {
+        case .webDAV(let url): url.absoluteString
+        case .localDirectory(let path): "file://" + path
+        }
+    }
+}
+
+/// The `[domain.placeholders]` table.
+public struct PlaceholderSettings: Sendable, Equatable {
+    /// Which files may stay dataless (default `.off`).
+    public var mode: PlaceholderMode
+    /// With `.auto`, files smaller than this are always downloaded (default 16 MiB).
+    public var minimumSize: ByteCount
+    /// Byte ranges are hydrated in multiples of this power of two, at least
+    /// 4 KiB (default 1 MiB).
+    public var alignment: ByteCount
+    /// Glob patterns of paths that are always downloaded.
+    public var keepLocal: [String]
+
+    /// Creates placeholder settings; the defaults are those of the file format.
+    public init(
+        mode: PlaceholderMode = .off, minimumSize: ByteCount = ByteCount(16 << 20),
+        alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = []
+    ) {
+        self.mode = mode
+        self.minimumSize = minimumSize
+        self.alignment = alignment
+        self.keepLocal = keepLocal
+    }
+}
+
+/// Which remote files are kept as dataless placeholders until read.
+public enum PlaceholderMode: String, Sendable, CaseIterable {
+    /// Every file is downloaded in full.
+    case off
+    /// Files of at least `min_size` bytes start dataless.
+    case auto
+    /// Every file starts dataless.
+    case all
+}
