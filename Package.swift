@@ -52,6 +52,7 @@ let package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
+        .testTarget(name: "CommandLineTests"),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),

@@ -40,10 +40,11 @@ struct RemotePathTests {
     func structure() throws {
         let path = try RemotePath(string: "/a/b/c.txt/")
         #expect(path.components == ["a", "b", "c.txt"])
-        #expect(path.name == "c.txt" && path.parent == (try RemotePath(string: "a/b")))
-        #expect(path.isDescendant(of: try RemotePath(string: "a")))
+        let ab = try RemotePath(string: "a/b"), a = try RemotePath(string: "a"), abb = try RemotePath(string: "a/bb")
+        #expect(path.name == "c.txt" && path.parent == ab)
+        #expect(path.isDescendant(of: a))
         #expect(path.isDescendant(of: .root))
-        #expect(!path.isDescendant(of: try RemotePath(string: "a/bb")))
+        #expect(!path.isDescendant(of: abb))
         #expect(RemotePath.root.parent == .root && RemotePath.root.isRoot)
     }
 

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+/// The real `tidesync` binary, run as a user would (`packaging/test.sh` exports its path).
+enum Binary {
+    static let path = ProcessInfo.processInfo.environment["TIDESYNC_TEST_BINARY"]
+    static var available: Bool { path.map { FileManager.default.isExecutableFile(atPath: $0) } ?? false }
+
+    struct Result { var status: Int32; var output: String; var errors: String }
+
+    /// Runs the binary with `arguments` and a clean XDG environment below `home`.
+    static func run(_ arguments: [String], home: String) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path!)
+        process.arguments = arguments
+        process.environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
+                               "PATH": "/usr/bin:/bin"]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                      errors: String(decoding: errors, as: UTF8.self))
+    }
+}
+
+@Suite("tidesync command line", .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
+final class CommandLineTests {
+    let home: String
+
+    deinit { try? FileManager.default.removeItem(atPath: home) }
+
+    init() throws {
+        home = NSTemporaryDirectory() + "tidesync-cli-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
+    }
+
+    @discardableResult
+    func write(_ text: String, to name: String = ".config/tidesync/config.toml") throws -> String {
+        let path = home + "/" + name
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("check-config reads the default path and says OK for a valid file")
+    func validDefault() throws {
+        try FileManager.default.createDirectory(atPath: home + "/Cloud", withIntermediateDirectories: true)
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file:///srv/store\"\n")
+        let result = try Binary.run(["check-config"], home: home)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("OK, 1 domain"))
+    }
+
+    @Test("check-config prints every problem with its position and exits 1")
+    func invalid() throws {
+        let path = try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"ftp://x/\"\npol_interval = \"5s\"\n", to: "bad.toml")
+        let result = try Binary.run(["check-config", "--config", path], home: home)
+        #expect(result.status == 1)
+        let lines = result.errors.split(separator: "\n")
+        #expect(lines.contains { $0.hasPrefix("\(path):4:") && $0.contains("ftp") })
+        #expect(lines.contains { $0.hasPrefix("\(path):5:1: error: unknown key \"pol_interval\"") && $0.contains("poll_interval") })
+    }
+
+    @Test("check-config on a missing file exits 2 and says where it looked")
+    func missing() throws {
+        let result = try Binary.run(["check-config"], home: home)
+        #expect(result.status == 2)
+        #expect(result.errors.contains(".config/tidesync/config.toml"))
+    }
+
+    @Test("run --once on a local-directory domain opens its state DB and lists both sides")
+    func runOnce() throws {
+        for folder in ["Cloud", "store"] { try FileManager.default.createDirectory(atPath: home + "/" + folder, withIntermediateDirectories: true) }
+        try Data("x".utf8).write(to: URL(fileURLWithPath: home + "/store/a.txt"))
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store\"\n")
+        let result = try Binary.run(["run", "--once"], home: home)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.contains("1 remote item(s)"))
+        #expect(FileManager.default.fileExists(atPath: home + "/.state/tidesync/home.sqlite"))
+    }
+
+    @Test("run names a missing store folder instead of reporting an empty remote")
+    func missingStore() throws {
+        try FileManager.default.createDirectory(atPath: home + "/Cloud", withIntermediateDirectories: true)
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/nowhere\"\n")
+        let result = try Binary.run(["run", "--once"], home: home)
+        #expect(result.status == 1)
+        #expect(result.errors.contains("does not exist"))
+    }
+}
