@@ -35,12 +35,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
+        .target(name: "Replica", dependencies: ["SyncEngine", "SyncModel"]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "Daemon", dependencies: [
-            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "TidesyncConfig",
+            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tidesync", dependencies: [
@@ -53,6 +54,7 @@ let package = Package(
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
         .testTarget(name: "CommandLineTests"),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Names that never reach the engine: editors' temporaries, lock files, our own
+/// temporary names, plus a domain's `exclude` patterns. Patterns are shell globs
+/// (`fnmatch` without FNM_PATHNAME) matched against a single name, or — when they
+/// contain a `/` — against the path relative to the sync root.
+public struct ExcludeList: Sendable, Equatable {
+    public let patterns: [String]
+
+    /// Always excluded, whatever the config says: names tidesync writes itself.
+    public static let builtIn = [".tidesync-*"]
+
+    /// `patterns` plus the built-in ones; blank lines and `#` comments are dropped.
+    public init(patterns: [String]) {
+        let cleaned = patterns.map { $0.trimmingWhitespace() }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        self.patterns = Self.builtIn + cleaned
+    }
+
+    /// Parses an exclude file (one glob per line, `#` comments).
+    public init(fileContents: String, extra: [String] = []) {
+        self.init(patterns: fileContents.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) + extra)
+    }
+
+    /// True when the item at `relativePath` (names joined by `/`) named `name` is excluded.
+    public func excludes(name: String, relativePath: String) -> Bool {
+        patterns.contains { pattern in
+            pattern.contains("/") ? fnmatch(pattern, relativePath, 0) == 0 : fnmatch(pattern, name, FNM_PERIOD) == 0
+        }
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var text = Substring(self)
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return String(text)
+    }
+}

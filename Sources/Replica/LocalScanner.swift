@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SyncEngine
+
+/// One item the scanner found in the sync folder.
+public struct LocalScanEntry: Hashable, Sendable {
+    public var path: RemotePath
+    /// `file`, `folder` or `symlink` (bundles are decided by the engine from the name).
+    public var kind: ItemKind
+    /// Inode, size and mtime in ns, as recorded after a sync.
+    public var stat: LocalStat
+    public var symlinkTarget: String?
+}
+
+/// What a scan found, and what it had to pass over.
+public struct LocalScan: Sendable {
+    public var entries: [RemotePath: LocalScanEntry] = [:]
+    /// Names that cannot be synced (not UTF-8, too long) with the reason, for status.
+    public var skipped: [(path: String, reason: String)] = []
+}
+
+/// Walks the sync folder with `lstat`: symlinks are reported, never followed, so a
+/// link cannot lead the scan out of the root. An item that vanishes between listing
+/// and `lstat` is simply not reported; a root that is missing is an error, never an
+/// empty folder (that would read as "the user deleted everything").
+public struct LocalScanner: Sendable {
+    public let root: String
+    public let exclude: ExcludeList
+
+    public init(root: String, exclude: ExcludeList) {
+        self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.exclude = exclude
+    }
+
+    /// Scans the whole tree below the root.
+    public func scan() throws(ProviderError) -> LocalScan {
+        var st = stat()
+        guard lstat(root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+            throw ProviderError(.cannotSynchronize,
+                                "the sync folder \(root) is missing or not a folder; sync is stopped until it is back (was it unmounted or moved?)")
+        }
+        var result = LocalScan()
+        var folders: [RemotePath] = [.root]
+        while let folder = folders.popLast() {
+            for entry in list(folder, into: &result) {
+                result.entries[entry.path] = entry
+                if entry.kind == .folder { folders.append(entry.path) }
+            }
+        }
+        return result
+    }
+
+    func absolute(_ path: RemotePath) -> String {
+        path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
+    }
+
+    func list(_ folder: RemotePath, into result: inout LocalScan) -> [LocalScanEntry] {
+        guard let dir = opendir(absolute(folder)) else { return [] }  // vanished mid-scan
+        defer { closedir(dir) }
+        var found: [LocalScanEntry] = []
+        while let raw = readdir(dir) {
+            let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                result.skipped.append((absolute(folder) + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
+                continue
+            }
+            if name == "." || name == ".." { continue }
+            let relative = folder.isRoot ? name : folder.description + "/" + name
+            if exclude.excludes(name: name, relativePath: relative) { continue }
+            guard let path = try? folder.appending(name) else {
+                result.skipped.append((relative, "the name cannot be synced"))
+                continue
+            }
+            if let entry = Self.entry(at: absolute(path), path: path) { found.append(entry) }
+        }
+        return found
+    }
+
+    /// The entry for the item at `absolutePath`, or nil when nothing (or a device,
+    /// fifo or socket, which are not synced) is there.
+    public static func entry(at absolutePath: String, path: RemotePath) -> LocalScanEntry? {
+        var st = stat()
+        guard lstat(absolutePath, &st) == 0 else { return nil }
+        let kind: ItemKind
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .file
+        case S_IFDIR: kind = .folder
+        case S_IFLNK: kind = .symlink
+        default: return nil
+        }
+        let stat = LocalStat(inode: UInt64(st.st_ino), size: kind == .folder ? 0 : Int64(st.st_size),
+                             modificationTimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+        var target: String?
+        if kind == .symlink {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(absolutePath, &buffer, buffer.count - 1)
+            guard count >= 0 else { return nil }
+            target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return LocalScanEntry(path: path, kind: kind, stat: stat, symlinkTarget: target)
+    }
+}
