@@ -46,11 +46,15 @@ extension LocalDirectoryStore {
         let input = open(source.path, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw SystemError.providerError(errno, "cannot open \(source.path) for upload") }
         defer { close(input) }
-        let size = try FileStatus.of(descriptor: input, path: source.path).size
+        let sourceStatus = try FileStatus.of(descriptor: input, path: source.path)
+        let size = sourceStatus.size
         return try writeTemporary(beside: path) { output, temporary throws(ProviderError) in
             try FileCopy.copy(from: input, at: 0, to: output, at: 0, length: size, progress: progress,
                               what: "\(path)")
             guard fsync(output) == 0 else { throw SystemError.providerError(errno, "cannot write \(temporary)") }
+            guard try FileStatus.of(descriptor: input, path: source.path) == sourceStatus else {
+                throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
+            }
         } install: { temporary throws(ProviderError) in
             try lock.withLock { () throws(ProviderError) in
                 try check(condition, at: fullPath(path), path: path)
@@ -132,6 +136,7 @@ extension LocalDirectoryStore {
         let temporary = fullPath(path.parent) + "/" + TemporaryName.make()
         let output = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard output >= 0 else { throw SystemError.providerError(errno, "cannot create a temporary file in \(path.parent)") }
+        flock(output, LOCK_EX)  // held until close: marks the temporary as in use (TemporaryName)
         do {
             defer { close(output) }
             try fill(output, temporary)

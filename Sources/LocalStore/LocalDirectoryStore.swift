@@ -38,7 +38,9 @@ public struct LocalDirectoryStore: RemoteStore {
 
     /// Fails with `serverUnreachable` unless the root is an existing directory.
     func checkRoot() throws(ProviderError) {
-        guard let status = try FileStatus.of(root), status.kind == .folder else {
+        // stat, not lstat: the root may be a symlink to the real folder.
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ProviderError(.serverUnreachable,
                                 "the store folder \(root) does not exist or is not a folder; create it or mount its disk")
         }
@@ -76,7 +78,8 @@ public struct LocalDirectoryStore: RemoteStore {
             do {
                 entries = try listFolder(folder, removingStaleTemporaries: true)
             } catch where error.code == .noSuchItem && folder != path {
-                continue  // removed while we walked: its parent's next listing will say so
+                // Its parent still names it: dropping its children would read as deletions.
+                throw ProviderError(.pageExpired, "\(folder) changed in the store while it was listed; listing again")
             }
             result.append(contentsOf: entries)
             folders.append(contentsOf: entries.filter { $0.kind == .folder }.map(\.path))
@@ -87,15 +90,24 @@ public struct LocalDirectoryStore: RemoteStore {
     func listFolder(_ path: RemotePath, removingStaleTemporaries: Bool) throws(ProviderError) -> [RemoteEntry] {
         let directory = fullPath(path)
         guard let dir = opendir(directory) else {
-            if errno == ENOTDIR { throw ProviderError(.noSuchItem, "\(path) is not a folder in the store") }
+            if errno == ENOTDIR || errno == ENOENT { throw ProviderError(.noSuchItem, "\(path) is not a folder in the store") }
             throw SystemError.providerError(errno, "cannot list \(directory)")
         }
         defer { closedir(dir) }
         var entries: [RemoteEntry] = []
-        while let raw = readdir(dir) {
-            let name = withUnsafeBytes(of: raw.pointee.d_name) { buffer in
-                String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+        while true {
+            // readdir returns NULL both at the end and on an error; only errno tells
+            // them apart, and a listing cut short by EIO must not read as deletions.
+            errno = 0
+            guard let raw = readdir(dir) else {
+                if errno != 0 { throw SystemError.providerError(errno, "cannot list \(directory)") }
+                break
             }
+            // A name that is not UTF-8 cannot be a RemotePath; it was never synced, so
+            // leaving it out deletes nothing.
+            guard let name = withUnsafeBytes(of: raw.pointee.d_name, { buffer in
+                String(validating: buffer.prefix { $0 != 0 }, as: UTF8.self)
+            }) else { continue }
             if name == "." || name == ".." { continue }
             if Self.isInternal(name: name) {
                 if removingStaleTemporaries { TemporaryName.removeIfStale(name: name, in: directory) }

@@ -5,32 +5,33 @@ import Darwin
 #endif
 import Foundation
 
-/// Names of the store's temporary files: `.tidesync-tmp-HOST-PID-RANDOM`. The host and
-/// pid let a later walk tell a crashed writer's leftovers from a live writer's file.
+/// Names of the store's temporary files: `.tidesync-tmp-RANDOM`. A writer holds an
+/// exclusive `flock` on its temporary file from creation to rename, so a later walk
+/// can tell a crashed writer's leftovers (lock free) from a live upload (locked) —
+/// across processes, containers and hosts sharing the store, where pids mean nothing.
 enum TemporaryName {
     static let prefix = ".tidesync-tmp-"
+    /// Leftovers that cannot be locked (folders being deleted, symlinks) are removed
+    /// once they are this old.
+    static let unlockableAge: TimeInterval = 600
 
-    static let hostName: String = {
-        var buffer = [CChar](repeating: 0, count: 256)
-        gethostname(&buffer, buffer.count - 1)
-        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return name.replacingOccurrences(of: "-", with: "_")
-    }()
-
-    /// A fresh temporary name for this process.
+    /// A fresh temporary name.
     static func make() -> String {
-        "\(prefix)\(hostName)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        "\(prefix)\(UInt64.random(in: 0...UInt64.max))-\(UInt32.random(in: 0...UInt32.max))"
     }
 
-    /// Removes `directory/name` when it is a temporary of a process of this host that
-    /// no longer runs. Other hosts' temporaries are left alone.
+    /// Removes `directory/name` when it is a temporary whose writer is gone.
     static func removeIfStale(name: String, in directory: String) {
         guard name.hasPrefix(prefix) else { return }
-        let parts = name.dropFirst(prefix.count).split(separator: "-")
-        guard parts.count == 3, String(parts[0]) == hostName, let pid = pid_t(parts[1]) else { return }
-        guard pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { return }
         let path = directory + "/" + name
-        if unlink(path) != 0, errno == EISDIR {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        if st.st_mode & S_IFMT == S_IFREG {
+            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+        } else if Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) > unlockableAge {
             try? FileManager.default.removeItem(atPath: path)
         }
     }

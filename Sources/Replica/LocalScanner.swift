@@ -45,7 +45,7 @@ public struct LocalScanner: Sendable {
         var result = LocalScan()
         var folders: [RemotePath] = [.root]
         while let folder = folders.popLast() {
-            for entry in list(folder, into: &result) {
+            for entry in try list(folder, into: &result) {
                 result.entries[entry.path] = entry
                 if entry.kind == .folder { folders.append(entry.path) }
             }
@@ -57,11 +57,20 @@ public struct LocalScanner: Sendable {
         path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
     }
 
-    func list(_ folder: RemotePath, into result: inout LocalScan) -> [LocalScanEntry] {
-        guard let dir = opendir(absolute(folder)) else { return [] }  // vanished mid-scan
+    func list(_ folder: RemotePath, into result: inout LocalScan) throws(ProviderError) -> [LocalScanEntry] {
+        guard let dir = opendir(absolute(folder)) else { return [] }  // vanished mid-scan: its parent's entry goes too
         defer { closedir(dir) }
         var found: [LocalScanEntry] = []
-        while let raw = readdir(dir) {
+        while true {
+            // NULL means the end or an error; a listing cut short by EIO must not read as deletions.
+            errno = 0
+            guard let raw = readdir(dir) else {
+                if errno != 0 {
+                    throw ProviderError(.cannotSynchronize, "cannot list \(absolute(folder)); the scan will be retried",
+                                        underlying: String(cString: strerror(errno)))
+                }
+                break
+            }
             let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
             guard let name = String(validating: bytes, as: UTF8.self) else {
                 result.skipped.append((absolute(folder) + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))

@@ -27,7 +27,7 @@ public struct RemotePath: Hashable, Sendable, Codable, CustomStringConvertible, 
     public static func validate(name: String) throws(ProviderError) {
         let problem: String? = if name.isEmpty { "an empty name" }
             else if name == "." || name == ".." { "the name \"\(name)\"" }
-            else if name.contains("/") { "a name containing \"/\"" }
+            else if name.utf8.contains(0x2F) { "a name containing \"/\"" }
             else if name.utf8.contains(0) { "a name containing a NUL byte" }
             else if name.utf8.count > 255 { "a name of \(name.utf8.count) bytes (Linux allows 255)" }
             else { nil }

@@ -6,11 +6,40 @@ import Darwin
 import NIOCore
 import SyncEngine
 
+/// A file opened for reading, closed when the last reference goes away — so an
+/// HTTP client still draining a request body after an early answer never reads a
+/// closed (or reused) descriptor.
+final class OpenFile: Sendable {
+    let descriptor: Int32
+    let path: String
+
+    init(reading path: String) throws(ProviderError) {
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        self.path = path
+        guard descriptor >= 0 else {
+            throw ProviderError(.cannotSynchronize, "cannot open \(path) for upload", underlying: String(cString: strerror(errno)))
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Size and modification time, to tell whether the file changed while it was read.
+    struct Status: Equatable { var size: Int64; var seconds: Int; var nanoseconds: Int; var inode: UInt64 }
+
+    func status() throws(ProviderError) -> Status {
+        var st = stat()
+        guard fstat(descriptor, &st) == 0 else {
+            throw ProviderError(.cannotSynchronize, "cannot read \(path)", underlying: String(cString: strerror(errno)))
+        }
+        return Status(size: Int64(st.st_size), seconds: st.st_mtim.tv_sec, nanoseconds: st.st_mtim.tv_nsec, inode: UInt64(st.st_ino))
+    }
+}
+
 /// Reads a file in fixed-size chunks as `ByteBuffer`s, so an upload streams from disk
 /// with back-pressure and never holds the file in memory.
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let descriptor: Int32
+    let file: OpenFile
     let length: Int64
     let chunkSize: Int
     let progress: TransferProgress?
@@ -27,7 +56,7 @@ struct FileChunks: AsyncSequence, Sendable {
             let start = offset
             let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
                 var n: Int
-                repeat { n = pread(chunks.descriptor, raw.baseAddress, want, off_t(start)) } while n < 0 && errno == EINTR
+                repeat { n = pread(chunks.file.descriptor, raw.baseAddress, want, off_t(start)) } while n < 0 && errno == EINTR
                 return Swift.max(n, 0)
             }
             guard got > 0 else {

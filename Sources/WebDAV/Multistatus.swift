@@ -14,6 +14,8 @@ struct MultistatusResponse: Sendable {
     var lastModified: String?
     var fileID: String?
     var symlinkTarget: String?
+    /// True once a propstat with status 200 described this response.
+    var described = false
 }
 
 /// Parses PROPFIND answers. FoundationXML's `XMLParser.parse()` returns true for some
@@ -86,8 +88,21 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         case "\(Self.ownCloudNamespace) fileid" where inProp: pending.fileID = value
         case "\(Self.tidesyncNamespace) symlink-target" where inProp: pending.symlinkTarget = text
         case "DAV: propstat": mergePropstat()
+        case "DAV: status" where path.last == "DAV: response":
+            failure = failure ?? "the server reported \(value) for \(current?.href ?? "an entry")"
         case "DAV: response":
-            if let current, !current.href.isEmpty { responses.append(current) }
+            if let current {
+                // An entry the server could not describe (403 on a subfolder, say) must
+                // fail the listing: dropping it, or taking it for an empty file, would
+                // read as a deletion.
+                if current.href.isEmpty || !current.described {
+                    failure = failure ?? "the server gave no properties for \(current.href.isEmpty ? "an entry" : current.href)"
+                } else if !current.isCollection, current.contentLength == nil {
+                    failure = failure ?? "the server gave no size for \(current.href)"
+                } else {
+                    responses.append(current)
+                }
+            }
             current = nil
         default: break
         }
@@ -96,6 +111,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
 
     private func mergePropstat() {
         guard propstatOK, current != nil else { return }
+        current!.described = true
         if pending.isCollection { current!.isCollection = true }
         current!.contentLength = pending.contentLength ?? current!.contentLength
         current!.etag = pending.etag ?? current!.etag

@@ -11,6 +11,8 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
     public let baseURL: URL
     public let username: String?
     let password: String?
+    /// Maps paths below `baseURL` to request paths and back.
+    let paths: WebDAVPath
 
     /// Fails with `notAuthenticated`-free, user-facing `cannotSynchronize` errors for an
     /// unusable URL: not http(s), no host, credentials in the URL, or plain HTTP to a
@@ -30,13 +32,18 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
                                 "refusing plain http:// to \(host): passwords would cross the network unencrypted; use https:// or set allow_insecure_http = true")
         }
         self.baseURL = baseURL
+        paths = try WebDAVPath(encodedBasePath: baseURL.path(percentEncoded: true).isEmpty ? "/" : baseURL.path(percentEncoded: true))
         self.username = username
         self.password = password
     }
 
+    /// True for `localhost`, `::1` and IPv4 literals in 127.0.0.0/8 — not for names
+    /// that merely start with "127." (`127.evil.example`).
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        if bare == "localhost" || bare == "::1" { return true }
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets.allSatisfy { UInt8($0) != nil && !$0.hasPrefix("+") } && octets[0] == "127"
     }
 
     /// The base URL without credentials, for logs and status.
@@ -49,7 +56,8 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
 
     /// `scheme://host:port`, the origin requests go to.
     var origin: String {
-        var text = "\(baseURL.scheme!.lowercased())://\(baseURL.host!)"
+        let host = baseURL.host!
+        var text = "\(baseURL.scheme!.lowercased())://" + (host.contains(":") ? "[\(host)]" : host)
         if let port = baseURL.port { text += ":\(port)" }
         return text
     }

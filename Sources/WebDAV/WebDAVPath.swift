@@ -1,17 +1,27 @@
 import SyncEngine
 
 /// Turns `RemotePath`s into request paths below the server's base path and hrefs of
-/// multistatus answers back into `RemotePath`s.
+/// multistatus answers back into `RemotePath`s. Everything is split and compared on
+/// UTF-8 bytes: Swift's `Character` and `String ==` would merge a "/" with a following
+/// combining mark, or an NFC name with its NFD twin.
 struct WebDAVPath: Sendable {
-    /// The base URL's path, percent-encoded as the user wrote it, ending in "/".
+    /// The base URL's path, re-encoded from its decoded names, ending in "/".
     let basePath: String
     /// The base path's names, decoded.
     let baseComponents: [String]
 
-    init(basePath: String) {
-        let withSlash = basePath.hasSuffix("/") ? basePath : basePath + "/"
-        self.basePath = withSlash.hasPrefix("/") ? withSlash : "/" + withSlash
-        baseComponents = self.basePath.split(separator: "/").compactMap { Self.percentDecode($0) }
+    /// `encodedBasePath` is the URL's path as written (percent-encoded). Fails when one
+    /// of its names has a malformed escape or is not UTF-8.
+    init(encodedBasePath: String) throws(ProviderError) {
+        var names: [String] = []
+        for raw in Self.splitOnSlash(encodedBasePath) {
+            guard let name = Self.percentDecode(raw), !name.utf8.contains(0x2F) else {
+                throw ProviderError(.cannotSynchronize, "the remote URL's path \(encodedBasePath) has a malformed %-escape")
+            }
+            names.append(name)
+        }
+        baseComponents = names
+        basePath = "/" + names.map { Self.percentEncode($0) + "/" }.joined()
     }
 
     /// The request path for `path`; folders get a trailing slash.
@@ -24,20 +34,21 @@ struct WebDAVPath: Sendable {
     /// The `RemotePath` an href names, or nil when it lies outside the base path or
     /// holds a name that cannot be a file name (a hostile or broken server).
     func remotePath(href: String) -> RemotePath? {
-        var text = Substring(href)
-        if let scheme = text.range(of: "://") {
-            let afterScheme = text[scheme.upperBound...]
-            guard let slash = afterScheme.firstIndex(of: "/") else { return nil }
-            text = afterScheme[slash...]
+        var bytes = Array(href.utf8)
+        if let scheme = Self.find(Array("://".utf8), in: bytes) {
+            guard let slash = bytes[(scheme + 3)...].firstIndex(of: 0x2F) else { return nil }
+            bytes = Array(bytes[slash...])
         }
-        if let query = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<query] }
+        if let end = bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            bytes = Array(bytes[..<end])
+        }
         var names: [String] = []
-        for raw in text.split(separator: "/") {
+        for raw in bytes.split(separator: 0x2F) {
             guard let name = Self.percentDecode(raw) else { return nil }
             names.append(name)
         }
         guard names.count >= baseComponents.count,
-              Array(names.prefix(baseComponents.count)) == baseComponents else { return nil }
+              zip(names, baseComponents).allSatisfy({ $0.utf8.elementsEqual($1.utf8) }) else { return nil }
         return try? RemotePath(Array(names.dropFirst(baseComponents.count)))
     }
 
@@ -55,16 +66,35 @@ struct WebDAVPath: Sendable {
         return out
     }
 
-    /// Decodes `%XX` escapes; nil for a malformed escape or bytes that are not UTF-8.
-    static func percentDecode<S: StringProtocol>(_ text: S) -> String? {
+    static func splitOnSlash(_ text: String) -> [ArraySlice<UInt8>] {
+        Array(text.utf8).split(separator: 0x2F)
+    }
+
+    /// Decodes `%XX` escapes (either case); nil for a malformed escape or bytes that are not UTF-8.
+    static func percentDecode<C: Collection>(_ raw: C) -> String? where C.Element == UInt8 {
         var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
+        var iterator = raw.makeIterator()
         while let byte = iterator.next() {
             guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(value)
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
         }
         return String(validating: bytes, as: UTF8.self)
+    }
+
+    static func percentDecode<S: StringProtocol>(_ text: S) -> String? { percentDecode(Array(text.utf8)) }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<$0 + needle.count].elementsEqual(needle) }
     }
 }

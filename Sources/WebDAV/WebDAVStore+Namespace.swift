@@ -44,7 +44,9 @@ extension WebDAVStore {
                 guard method == "MOVE" || method == "PUT" else { throw status.providerError(method, path) }
                 // Apache answers a MOVE into a missing folder with 500, not 409.
                 let target = destination ?? path
-                if target.parent.isRoot == false, (try? await entry(at: target.parent)) == nil {
+                do {
+                    if !target.parent.isRoot { _ = try await entry(at: target.parent) }
+                } catch where error.code == .noSuchItem {
                     throw ProviderError(.parentMissing, "the folder \(target.parent) does not exist on the server")
                 }
                 throw status.providerError(method, path)
@@ -52,7 +54,8 @@ extension WebDAVStore {
                 throw status.providerError(method, path)
             }
         }
-        throw ProviderError(.versionMismatch, "the server kept refusing \(method) \(path) although its version did not change",
+        // Not a conflict: the version is provably unchanged. Skip the item with backoff.
+        throw ProviderError(.cannotSynchronize, "the server kept refusing \(method) \(path) although its version did not change; will retry later",
                             underlying: "HTTP 412")
     }
 
@@ -72,8 +75,13 @@ extension WebDAVStore {
         case nil:
             guard current != nil else { throw ProviderError(.noSuchItem, "\(path) does not exist on the server") }
         }
-        if let destination, (try? await entry(at: destination)) != nil {
-            throw ProviderError(.filenameCollision, "\(destination) already exists on the server")
+        if let destination {
+            let taken: Bool
+            do {
+                _ = try await entry(at: destination)
+                taken = true
+            } catch where error.code == .noSuchItem { taken = false }
+            if taken { throw ProviderError(.filenameCollision, "\(destination) already exists on the server") }
         }
         if condition == nil {
             throw ProviderError(.cannotSynchronize, "the server refused \(method) \(path) with 412 for no visible reason")

@@ -19,9 +19,19 @@ extension WebDAVStore {
         let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
         guard [200, 206, 416].contains(response.status.code) else { throw response.status.providerError("GET", path) }
         // The response's own ETag says which version the bytes belong to; comparing it
-        // instead of sending If-Match avoids Apache's spurious 412 on weak tags.
-        if let version, let etag, !etag.sameValue(as: version) {
-            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+        // instead of sending If-Match avoids Apache's spurious 412 on weak tags. An
+        // answer without one (Apache's 416 has none) is checked by a fresh PROPFIND.
+        if let version {
+            var served = etag
+            if served == nil { served = try await entry(at: path).etag }
+            guard let served, served.sameValue(as: version) else {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+        }
+        if response.status.code == 206, let range,
+           let start = Self.contentRangeStart(response.headers.first(name: "Content-Range")), start != range.offset {
+            throw ProviderError(.cannotSynchronize, "the server answered a range request for \(path) with other bytes",
+                                underlying: "Content-Range starts at \(start), not \(range.offset)")
         }
         let fd = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -56,31 +66,37 @@ extension WebDAVStore {
 
     public func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
                        progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
-        let fd = open(source.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw ProviderError(.cannotSynchronize, "cannot open \(source.path) for upload", underlying: String(cString: strerror(errno)))
-        }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            throw ProviderError(.cannotSynchronize, "cannot read \(source.path)", underlying: String(cString: strerror(errno)))
-        }
-        let size = Int64(status.st_size)
+        let file = try OpenFile(reading: source.path)
+        let before = try file.status()
+        var headerETag: ETag?
         try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
             var request = connection.request("PUT", path: paths.requestPath(path),
                                              headers: condition.headers + [("Content-Type", "application/octet-stream")])
-            request.body = .stream(FileChunks(descriptor: fd, length: size, chunkSize: 256 << 10, progress: progress),
-                                   length: .known(size))
+            request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress),
+                                   length: .known(before.size))
             let response = try await connection.stream(request)
             do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
+            headerETag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:))
             return response.status
         }
-        var entry = try await entry(at: path)
-        // PUT answers carry no ETag on Apache, so the version comes from a PROPFIND. If the
-        // size differs, another client wrote in between: leave the version unknown so the
-        // next pass looks again rather than taking their version for ours.
-        if entry.size != size { entry.etag = nil }
-        return entry
+        if try file.status() != before {
+            // The file changed while it was sent: what landed may mix two versions.
+            throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
+        }
+        do {
+            var entry = try await entry(at: path)
+            // Apache's PUT answers carry no ETag, so the version comes from this PROPFIND.
+            // If the size differs another client wrote in between: leave the version
+            // unknown so the next pass looks again rather than taking theirs for ours.
+            if entry.size != before.size || (headerETag != nil && entry.etag.map { !$0.sameValue(as: headerETag!) } ?? true) {
+                entry.etag = headerETag
+            }
+            return entry
+        } catch where error.code == .serverUnreachable || error.code == .cancelled {
+            // The upload landed; only its version is unknown. Say so rather than fail
+            // (a retry would 412 against our own write and look like a conflict).
+            return RemoteEntry(path: path, kind: .file, size: before.size, etag: headerETag)
+        }
     }
 
     public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
@@ -102,10 +118,19 @@ extension WebDAVStore {
         put.body = .bytes(ByteBuffer(string: target))
         let created = try await connection.send(put)
         guard (200..<300).contains(created.status.code) else { throw created.status.providerError("PUT", path) }
-        do {
+        do throws(ProviderError) {
             try await setSymlinkProperty(temporary, target: target)
-            if case .mustMatch(let version) = condition { try await delete(path, version: version) }
-            return try await move(temporary, to: path, version: nil)
+            guard case .mustMatch(let version) = condition else { return try await move(temporary, to: path, version: nil) }
+            // Replace in one MOVE (Overwrite: T) so the link never disappears, after checking the version.
+            let current = try await entry(at: path)
+            guard current.etag?.sameValue(as: version) == true else {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+            let request = connection.request("MOVE", path: paths.requestPath(temporary),
+                                             headers: [("Destination", absoluteURL(path)), ("Overwrite", "T")])
+            let moved = try await connection.send(request)
+            guard (200..<300).contains(moved.status.code) else { throw moved.status.providerError("MOVE", path) }
+            return try await entry(at: path)
         } catch {
             _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(temporary)))
             throw error
@@ -124,11 +149,20 @@ extension WebDAVStore {
                                          headers: [("Content-Type", "application/xml; charset=utf-8")])
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await connection.send(request)
-        let text = String(decoding: response.body, as: UTF8.self)
-        guard response.status.code == 207 || response.status.code == 200, !text.contains(" 403 "), !text.contains(" 409 ") else {
+        let statuses = String(decoding: response.body, as: UTF8.self).components(separatedBy: "HTTP/1.1 ").dropFirst()
+        guard response.status.code == 207 || response.status.code == 200, statuses.allSatisfy({ $0.hasPrefix("200") }) else {
             throw ProviderError(.cannotSynchronize, "the server cannot store symlinks (PROPPATCH refused)",
                                 underlying: "HTTP \(response.status.code)")
         }
+    }
+}
+
+extension WebDAVStore {
+    /// The first byte of a `Content-Range: bytes START-END/TOTAL` header.
+    static func contentRangeStart(_ header: String?) -> Int64? {
+        guard let header, let spec = header.split(separator: " ").last,
+              let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
     }
 }
 

@@ -26,7 +26,7 @@ public final class WebDAVStore: RemoteStore {
     /// A store on `endpoint`, with up to `connections` kept-alive connections.
     public init(endpoint: WebDAVEndpoint, connections: Int = 8, logger: Logger = Logger(label: "tidesync.webdav")) {
         connection = WebDAVConnection(endpoint: endpoint, connections: connections)
-        paths = WebDAVPath(basePath: endpoint.baseURL.path.isEmpty ? "/" : endpoint.baseURL.path)
+        paths = endpoint.paths
         self.logger = logger
     }
 
@@ -40,23 +40,38 @@ public final class WebDAVStore: RemoteStore {
         </d:propfind>
         """
 
-    /// PROPFIND `path` at `depth`; returns the entries the answer names, keyed by path.
-    func propfind(_ path: RemotePath, depth: String, isFolder: Bool) async throws(ProviderError) -> [RemoteEntry] {
+    /// The raw answer to PROPFIND `path` at `depth` (a folder URL gets a trailing slash).
+    func propfindResponse(_ path: RemotePath, depth: String, isFolder: Bool) async throws(ProviderError) -> CollectedResponse {
         var request = connection.request("PROPFIND", path: paths.requestPath(path, isFolder: isFolder),
                                          headers: [("Depth", depth), ("Content-Type", "application/xml; charset=utf-8")])
         request.body = .bytes(ByteBuffer(string: Self.propfindBody))
-        let response = try await connection.send(request)
+        return try await connection.send(request)
+    }
+
+    /// PROPFIND `path` at `depth`: the entries the answer names, which must include
+    /// `path` itself — an answer without it (an empty 207 from a proxy, a wrong base
+    /// path) would otherwise read as "everything was deleted".
+    func propfind(_ path: RemotePath, depth: String, isFolder: Bool) async throws(ProviderError) -> [RemoteEntry] {
+        let response = try await propfindResponse(path, depth: depth, isFolder: isFolder)
         if response.status.code == 301 || response.status.code == 308, !isFolder {
             return try await propfind(path, depth: depth, isFolder: true)
         }
+        return try entries(of: response, for: path, method: "PROPFIND")
+    }
+
+    func entries(of response: CollectedResponse, for path: RemotePath, method: String) throws(ProviderError) -> [RemoteEntry] {
         guard response.status.code == 207 else {
-            throw response.status.providerError("PROPFIND", path, location: response.headers.first(name: "Location"))
+            throw response.status.providerError(method, path, location: response.headers.first(name: "Location"))
         }
         var seen = Set<RemotePath>()
-        return try MultistatusParser.parse(response.body).compactMap { response in
-            guard let entry = entry(from: response), seen.insert(entry.path).inserted else { return nil }
+        let entries = try MultistatusParser.parse(response.body).compactMap { (item: MultistatusResponse) -> RemoteEntry? in
+            guard let entry = self.entry(from: item), seen.insert(entry.path).inserted else { return nil }
             return entry
         }
+        guard entries.contains(where: { $0.path == path }) else {
+            throw ProviderError(.cannotSynchronize, "the server's answer for \(path.isRoot ? "the sync folder" : path.description) did not describe it; check the remote URL")
+        }
+        return entries
     }
 
     func entry(from response: MultistatusResponse) -> RemoteEntry? {
@@ -82,34 +97,72 @@ public final class WebDAVStore: RemoteStore {
 
     public func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
         let entries = try await propfind(path, depth: "0", isFolder: path.isRoot)
-        guard let entry = entries.first(where: { $0.path == path }) else {
-            throw ProviderError(.cannotSynchronize, "the server's answer for \(path) did not describe it")
-        }
-        return entry
+        return entries.first { $0.path == path }!
     }
 
     public func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        let entries = try await propfind(path, depth: "1", isFolder: true)
+        let entries: [RemoteEntry]
+        do {
+            entries = try await propfind(path, depth: "1", isFolder: true)
+        } catch where error.code == .cannotSynchronize && !path.isRoot {
+            // Apache answers a folder URL (trailing slash) naming a file with 400.
+            if try await entry(at: path).kind != .folder {
+                throw ProviderError(.noSuchItem, "\(path) is not a folder on the server")
+            }
+            throw error
+        }
+        guard entries.first(where: { $0.path == path })?.kind == .folder else {
+            throw ProviderError(.noSuchItem, "\(path) is not a folder on the server")
+        }
         return entries.filter { $0.path.parent == path && $0.path != path && !Self.isTemporary($0.path) }
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        if depthInfinity.withLock({ $0 }) != false {
-            do {
-                let entries = try await propfind(path, depth: "infinity", isFolder: true)
-                depthInfinity.withLock { $0 = true }
-                return entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) }
-            } catch where error.code == .notAuthenticated && depthInfinity.withLock({ $0 }) == nil {
-                // Apache answers 403 to Depth infinity unless DavDepthInfinity is on; a real
-                // auth failure shows again on the Depth 1 walk below.
-                depthInfinity.withLock { $0 = false }
-                logger.info("the server refuses PROPFIND Depth infinity; walking folder by folder")
-            }
+        if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
+            return entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) }
         }
         return try await walk(path)
     }
 
-    /// Lists the tree below `path` with Depth 1 requests, a few folders at a time.
+    /// One `Depth: infinity` PROPFIND, or nil when the server refuses it (Apache: 403),
+    /// its answer is too large, or it silently answers only one level (SabreDAV without
+    /// infinity enabled) — then the caller walks, and later calls skip straight to walking.
+    func infiniteListing(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]? {
+        let response: CollectedResponse
+        do {
+            response = try await propfindResponse(path, depth: "infinity", isFolder: true)
+        } catch where error.code == .cannotSynchronize {
+            return refuseInfinity("its answer to PROPFIND Depth infinity was too large")
+        }
+        if response.status.code == 403 || response.status.code == 501 {
+            return refuseInfinity("the server refuses PROPFIND Depth infinity")
+        }
+        let entries = try entries(of: response, for: path, method: "PROPFIND")
+        if depthInfinity.withLock({ $0 }) == nil {
+            // Trust infinity only once it has shown a grandchild, or a folder that really is empty.
+            let depth = path.components.count
+            if !entries.contains(where: { $0.path.components.count > depth + 1 }),
+               let folder = entries.first(where: { $0.kind == .folder && $0.path.components.count == depth + 1 }) {
+                if try await !children(of: folder.path).isEmpty {
+                    return refuseInfinity("the server answered PROPFIND Depth infinity with one level only")
+                }
+            } else if !entries.contains(where: { $0.path.components.count > depth + 1 }) {
+                return entries  // no subfolders: nothing to learn yet
+            }
+            depthInfinity.withLock { $0 = true }
+        }
+        return entries
+    }
+
+    func refuseInfinity(_ reason: String) -> [RemoteEntry]? {
+        depthInfinity.withLock { $0 = false }
+        logger.info("\(reason); listing folder by folder")
+        return nil
+    }
+
+    /// Lists the tree below `path` with Depth 1 requests, a few folders at a time. A
+    /// folder that vanishes mid-walk fails the walk with `pageExpired` (list again):
+    /// its parent still names it, so dropping its children would read as deletions.
     func walk(_ path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
         var result: [RemoteEntry] = []
         var frontier = [path]
@@ -121,10 +174,10 @@ public final class WebDAVStore: RemoteStore {
                 listings = try await withThrowingTaskGroup(of: [RemoteEntry].self) { group in
                     var collected: [[RemoteEntry]] = []
                     var iterator = level.makeIterator()
-                    for _ in 0..<4 { if let folder = iterator.next() { group.addTask { try await self.childrenIfPresent(folder) } } }
+                    for _ in 0..<4 { if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder) } } }
                     while let listing = try await group.next() {
                         collected.append(listing)
-                        if let folder = iterator.next() { group.addTask { try await self.childrenIfPresent(folder) } }
+                        if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder) } }
                     }
                     return collected
                 }
@@ -139,9 +192,10 @@ public final class WebDAVStore: RemoteStore {
         return result
     }
 
-    /// The children of `folder`, or none when it vanished during the walk.
-    func childrenIfPresent(_ folder: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        do { return try await children(of: folder) } catch where error.code == .noSuchItem && !folder.isRoot { return [] }
+    func listDuringWalk(_ folder: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        do { return try await children(of: folder) } catch where error.code == .noSuchItem && !folder.isRoot {
+            throw ProviderError(.pageExpired, "\(folder) changed on the server while it was listed; listing again")
+        }
     }
 
     static let temporaryPrefix = ".tidesync-tmp-"

@@ -9,7 +9,7 @@ import Testing
 struct LargeFileContractTests {
     static let size: Int64 = Int64(ProcessInfo.processInfo.environment["TIDESYNC_TEST_LARGE_MIB"].flatMap(Int.init) ?? 1024) << 20
 
-    @Test("a 1 GiB file uploads and downloads streamed", arguments: StoreKind.available.filter { $0 != .apacheDepthInfinity })
+    @Test("a 1 GiB file uploads and downloads streamed", arguments: StoreKind.available.filter { $0 != .apacheDepthInfinity && $0 != .inMemory })
     func largeFile(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let source = f.scratch.appendingPathComponent("big.bin")

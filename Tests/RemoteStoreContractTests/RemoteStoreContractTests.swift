@@ -69,11 +69,18 @@ struct RemoteStoreContractTests {
     func quickSaves(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             var entry = try await f.put(p("busy.txt"), "save 0")
+            if kind == .apache || kind == .apacheDepthInfinity {
+                #expect(entry.etag?.isWeak == true, "Apache should still be in its weak-ETag second; the test proves nothing otherwise")
+            }
+            let stale = entry.etag!
             for n in 1...3 {
                 entry = try await f.store.upload(from: f.localFile("save \(n) " + String(repeating: "x", count: n)),
                                                  to: p("busy.txt"), condition: .mustMatch(entry.etag!), progress: nil)
             }
             #expect(try await f.read(p("busy.txt")) == "save 3 xxx")
+            await expectCode(.versionMismatch) {  // a real change inside the second is still a mismatch
+                try await f.store.upload(from: f.localFile("late"), to: p("busy.txt"), condition: .mustMatch(stale), progress: nil)
+            }
             try await f.store.delete(p("busy.txt"), version: entry.etag)
             await expectCode(.noSuchItem) { try await f.store.entry(at: p("busy.txt")) }
         }
@@ -178,4 +185,52 @@ struct RemoteStoreContractTests {
             await expectCode(.filenameCollision) { try await f.store.makeSymlink(at: p("link"), target: "x", condition: .mustNotExist) }
         }
     }
+
+    @Test("a symlink is replaced only from its current version", arguments: StoreKind.available)
+    func symlinkReplace(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let first = try await f.store.makeSymlink(at: p("ln"), target: "a", condition: .mustNotExist)
+            let second = try await f.store.makeSymlink(at: p("ln"), target: "b", condition: .mustMatch(first.etag!))
+            #expect(second.symlinkTarget == "b")
+            await expectCode(.versionMismatch) {
+                try await f.store.makeSymlink(at: p("ln"), target: "c", condition: .mustMatch(first.etag!))
+            }
+            #expect(try await f.store.entry(at: p("ln")).symlinkTarget == "b")
+            #expect(try await f.store.children(of: .root).count == 1)
+        }
+    }
+
+    @Test("moves to and from unusual names keep the bytes", arguments: StoreKind.available)
+    func unusualMoves(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            try await f.put(p("plain"), "payload")
+            _ = try await f.store.makeFolder(at: RemotePath(["dír #1 & %"]))
+            let target = try RemotePath(["dír #1 & %", "a?b \"c\" 'd' é"])
+            _ = try await f.store.move(p("plain"), to: target, version: nil)
+            #expect(try await f.read(target) == "payload")
+            #expect(try await f.store.descendants(of: .root).map(\.path).sorted() == [target.parent, target])
+        }
+    }
+
+    @Test("a range of an old version is refused after the file shrank", arguments: StoreKind.available)
+    func shrunkFile(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let old = try await f.put(p("s"), String(repeating: "z", count: 100))
+            _ = try await f.store.upload(from: f.localFile("tiny"), to: p("s"), condition: .mustMatch(old.etag!), progress: nil)
+            let target = f.scratch.appendingPathComponent("part")
+            await expectCode(.versionMismatch) {
+                try await f.store.download(p("s"), range: ByteRange(offset: 50, length: 10), version: old.etag, to: target, progress: nil)
+            }
+        }
+    }
+
+    @Test("a listing of a missing folder fails instead of coming back empty", arguments: StoreKind.available)
+    func missingFolderListing(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            await expectCode(.noSuchItem) { try await f.store.children(of: p("nowhere")) }
+            try await f.put(p("file"), "x")
+            await expectCode(.noSuchItem) { try await f.store.children(of: p("file")) }
+        }
+    }
 }
+

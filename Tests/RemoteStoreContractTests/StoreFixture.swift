@@ -7,6 +7,7 @@ import WebDAV
 /// The implementations the contract suite runs over.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case localDirectory
+    case inMemory
     /// Apache mod_dav with `DavDepthInfinity Off` (the default): listings walk.
     case apache
     /// Apache mod_dav with `DavDepthInfinity On`: one request lists a tree.
@@ -16,7 +17,7 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// Every kind whose backing server is available in this run.
     static var available: [StoreKind] {
-        TestServer.configured ? allCases : [.localDirectory]
+        TestServer.configured ? allCases : [.localDirectory, .inMemory]
     }
 }
 
@@ -47,6 +48,8 @@ struct StoreFixture {
     /// A scratch directory for local files.
     let scratch: URL
     private let webDAV: WebDAVStore?
+    /// The collection this fixture made on the server, removed by `close()`.
+    private let collection: (base: URL, name: String)?
 
     init(_ kind: StoreKind) async throws {
         self.kind = kind
@@ -59,6 +62,8 @@ struct StoreFixture {
             try FileManager.default.createDirectory(atPath: diskPath, withIntermediateDirectories: true)
             store = LocalDirectoryStore(root: diskPath)
             webDAV = nil
+            collection = nil
+        case .inMemory: diskPath = scratch.path; store = InMemoryRemoteStore(); webDAV = nil; collection = nil
         case .apache, .apacheDepthInfinity:
             let base = TestServer.baseURL(kind)
             let root = try WebDAVEndpoint(baseURL: base, username: TestServer.user,
@@ -72,12 +77,19 @@ struct StoreFixture {
             let store = WebDAVStore(endpoint: endpoint, connections: 8)
             self.store = store
             webDAV = store
+            collection = (base, unique)
             diskPath = TestServer.diskRoot(kind) + "/" + unique
         }
     }
 
     func close() async {
         await webDAV?.shutdown()
+        if let collection, let endpoint = try? WebDAVEndpoint(baseURL: collection.base, username: TestServer.user,
+                                                              password: TestServer.password, allowInsecureHTTP: false) {
+            let root = WebDAVStore(endpoint: endpoint, connections: 1)
+            try? await root.delete(RemotePath([collection.name]), version: nil)
+            await root.shutdown()
+        }
         try? FileManager.default.removeItem(at: scratch)
     }
 

@@ -34,7 +34,7 @@ struct MultistatusParserTests {
         #expect(responses[0].isCollection && responses[0].fileID == "17" && responses[0].etag == "\"5f2a\"")
         #expect(!responses[1].isCollection && responses[1].contentLength == 42)
         #expect(ETag(header: responses[1].etag!) == ETag(value: "abc-123", isWeak: true))
-        let paths = WebDAVPath(basePath: "/remote.php/dav/files/alice/")
+        let paths = try WebDAVPath(encodedBasePath: "/remote.php/dav/files/alice/")
         #expect(paths.remotePath(href: responses[1].href) == p("Docs/a b#c.txt"))
     }
 
@@ -46,21 +46,41 @@ struct MultistatusParserTests {
         #expect(throws: ProviderError.self) { try MultistatusParser.parse(Data(body.utf8)) }
     }
 
-    @Test("a propstat that is not 200 contributes nothing")
-    func failedPropstat() throws {
+    @Test("an entry the server could not describe fails the listing instead of vanishing", arguments: [
+        """
+        <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/f</d:href>
+        <d:propstat><d:prop><d:getcontentlength>5</d:getcontentlength></d:prop><d:status>HTTP/1.1 403 Forbidden</d:status></d:propstat>
+        </d:response></d:multistatus>
+        """,
+        """
+        <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/sub/</d:href><d:status>HTTP/1.1 404 Not Found</d:status></d:response></d:multistatus>
+        """,
+        """
+        <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/f</d:href>
+        <d:propstat><d:prop><d:getetag>"x"</d:getetag></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+        </d:response></d:multistatus>
+        """,
+    ])
+    func undescribedEntry(body: String) {
+        #expect(throws: ProviderError.self) { try MultistatusParser.parse(Data(body.utf8)) }
+    }
+
+    @Test("Apache's lowercase escapes and entities in hrefs decode to the same names")
+    func apacheHrefs() throws {
         let body = """
-            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/f</d:href>
-            <d:propstat><d:prop><d:getcontentlength>5</d:getcontentlength></d:prop><d:status>HTTP/1.1 403 Forbidden</d:status></d:propstat>
-            </d:response></d:multistatus>
+            <D:multistatus xmlns:D="DAV:"><D:response><D:href>/dav/caf%c3%a9%20&amp;%20co</D:href>
+            <D:propstat><D:prop><D:resourcetype/><D:getcontentlength>1</D:getcontentlength></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>
+            </D:response></D:multistatus>
             """
         let responses = try MultistatusParser.parse(Data(body.utf8))
-        #expect(responses.count == 1 && responses[0].contentLength == nil)
+        let paths = try WebDAVPath(encodedBasePath: "/dav/")
+        #expect(paths.remotePath(href: responses[0].href) == (try RemotePath(["caf\u{00E9} & co"])))
     }
 }
 
 @Suite("WebDAV paths")
 struct WebDAVPathTests {
-    let paths = WebDAVPath(basePath: "/dav/home%20dir/")
+    let paths = try! WebDAVPath(encodedBasePath: "/dav/home%20dir/")
 
     @Test("names are percent-encoded byte by byte and decode back")
     func roundTrip() throws {
@@ -73,10 +93,18 @@ struct WebDAVPathTests {
 
     @Test("hrefs outside the base, with dot segments, bad escapes or bad UTF-8 are rejected", arguments: [
         "/other/x", "/dav/", "/dav/home%20dir/../x", "/dav/home%20dir/%ZZ", "/dav/home%20dir/%FF%FE", "/dav/home%20dir/a%2Fb",
-        "/dav/home%20dir/" + String(repeating: "x", count: 256),
+        "/dav/home%20dir/" + String(repeating: "x", count: 256), "/dav/home%20dir/%2E%2E%2F%CC%81x", "/dav/home%20dir/%+F",
     ])
     func rejected(href: String) {
         #expect(paths.remotePath(href: href) == nil)
+    }
+
+    @Test("a base path with escapes is decoded once and re-encoded; a malformed one is refused")
+    func basePaths() throws {
+        let paths = try WebDAVPath(encodedBasePath: "/dav/alice/%23sync%20dir/")
+        #expect(paths.baseComponents == ["dav", "alice", "#sync dir"])
+        #expect(paths.requestPath(.root) == "/dav/alice/%23sync%20dir/")
+        #expect(throws: ProviderError.self) { try WebDAVPath(encodedBasePath: "/dav/%zz/") }
     }
 
     @Test("the base itself is the root")

@@ -1,0 +1,39 @@
+import Foundation
+
+/// The three-way decision of the sync engine, as a pure function: base × local × remote →
+/// actions (STYLE.md §1). No I/O; the engine carries the actions out through its ports.
+///
+/// Rules (issues 3 and 7):
+/// - A local item is unchanged while its stat equals the recorded one; a remote item while
+///   its ETag has the recorded value (weakness ignored); folders count by existence only.
+/// - One side changed: the change goes to the other side, guarded by the base version
+///   (`.mustMatch`), or `.mustNotExist` for a create.
+/// - Both changed, or anything unclear: both versions are kept. Edit/edit and
+///   create/create of files make a conflict copy of the local file (same-size files are
+///   first compared by hash); an edit beats a delete on the other side (re-upload or
+///   download again); a folder deleted on one side is made again there to hold what the
+///   other side added or changed inside it; deleted on both sides, the row is forgotten.
+/// - Renames: a record whose inode is found at another local path is a local move, one
+///   whose file id (without file ids: size and ETag, for files) is at another remote path
+///   is a remote move — one move action, even for a folder of many files. A move plus an
+///   edit is a move, then the content rule. Moved on both sides: the remote place wins.
+/// - Order: parents before children, moves before what goes inside moved folders,
+///   deletions last; deletions inside a deleted folder are not listed separately.
+public enum Reconciler {
+    /// The actions that bring both sides in agreement, in an executable order.
+    ///
+    /// - Parameters:
+    ///   - base: every row of the state DB; paths come from parent chains (the root's row
+    ///     may be included or not). Rows whose chain does not reach the root are ignored.
+    ///   - local: what the local scan saw, by path relative to the sync root.
+    ///   - remote: what the remote walk saw, by path relative to the store's root.
+    ///   - now: the time of the plan, for conflict-copy names and conflict records.
+    ///   - host: this machine's name, for conflict-copy names.
+    ///   - timeZone: the zone conflict-copy names are written in.
+    public static func plan(base: [ItemRecord], local: [RemotePath: LocalObservation],
+                            remote: [RemotePath: RemoteEntry], now: Date, host: String,
+                            timeZone: TimeZone = .current) -> [SyncAction] {
+        var planner = Planner(base: base, local: local, remote: remote, now: now, host: host, timeZone: timeZone)
+        return planner.run()
+    }
+}

@@ -1,0 +1,111 @@
+/// Where everything ends up: the final path of each record and new item, and where each
+/// record is on each side at the moment its own actions run (after its ancestors moved).
+///
+/// A record's final place is the remote one when the remote moved it (the remote name
+/// wins), else the local one when the local side moved it, else its parent's final place
+/// plus its name. Places are mapped through the folders that hold them, so an item moved
+/// into a folder that is itself renamed ends up in the renamed folder.
+struct Layout {
+    let tree: BaseTree
+    let local: Placement
+    let remote: Placement
+    /// Final paths forced by collision handling (a conflict-copy name), by record index.
+    var recordOverrides: [Int: RemotePath] = [:]
+    /// New local items renamed to a conflict-copy name, by their current path.
+    var newLocalOverrides: [RemotePath: RemotePath] = [:]
+    /// Each record's final path, by index.
+    private(set) var final: [RemotePath] = []
+    private let localHolders: [RemotePath: Int]
+    private let remoteHolders: [RemotePath: Int]
+
+    init(tree: BaseTree, local: Placement, remote: Placement) {
+        self.tree = tree
+        self.local = local
+        self.remote = remote
+        localHolders = Self.holders(tree, local)
+        remoteHolders = Self.holders(tree, remote)
+        resolve()
+    }
+
+    private static func holders(_ tree: BaseTree, _ side: Placement) -> [RemotePath: Int] {
+        Dictionary(tree.indices.filter { side.present[$0] }.map { (side.now[$0], $0) },
+                   uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Recomputes every record's final path (after the overrides changed).
+    mutating func resolve() {
+        let (tree, local, remote) = (tree, local, remote)
+        let (overrides, newOverrides) = (recordOverrides, newLocalOverrides)
+        let (localHolders, remoteHolders) = (localHolders, remoteHolders)
+        var memo = [RemotePath?](repeating: nil, count: tree.records.count)
+        var visiting = [Bool](repeating: false, count: tree.records.count)
+        // A record being resolved is unavailable to the places it depends on; that only
+        // happens when moves on the two sides form a cycle, and the next rule applies.
+        func finalPath(_ index: Int) -> RemotePath? {
+            if let done = memo[index] { return done }
+            guard !visiting[index] else { return nil }
+            visiting[index] = true
+            defer { visiting[index] = false }
+            let result = overrides[index] ?? moved(index, remote, remoteHolders, [:])
+                ?? moved(index, local, localHolders, newOverrides) ?? byName(index)
+            memo[index] = result
+            return result
+        }
+        func moved(_ index: Int, _ side: Placement, _ holders: [RemotePath: Int],
+                   _ renamed: [RemotePath: RemotePath]) -> RemotePath? {
+            guard side.moved[index] else { return nil }
+            let place = side.now[index]
+            return Self.map(place.parent, holders, renamed, finalPath)?.child(place.name)
+        }
+        func byName(_ index: Int) -> RemotePath {
+            let parent = tree.parents[index].map { finalPath($0) ?? tree.paths[$0] } ?? .root
+            return parent.child(tree[index].name)
+        }
+        final = tree.indices.map { finalPath($0) ?? tree.paths[$0] }
+    }
+
+    /// The final place of whatever is at `path` now: through the nearest folder that is a
+    /// record (or a renamed new folder), keeping the names below it.
+    private static func map(_ path: RemotePath, _ holders: [RemotePath: Int], _ renamed: [RemotePath: RemotePath],
+                            _ finalPath: (Int) -> RemotePath?) -> RemotePath? {
+        if let copy = renamed[path] { return copy }
+        if path.isRoot { return .root }
+        if let index = holders[path] { return finalPath(index) }
+        return map(path.parent, holders, renamed, finalPath)?.child(path.name)
+    }
+
+    /// The final place of the local item now at `path`.
+    func localToFinal(_ path: RemotePath) -> RemotePath {
+        Self.map(path, localHolders, newLocalOverrides) { final[$0] } ?? path
+    }
+
+    /// The final place of the remote item now at `path`.
+    func remoteToFinal(_ path: RemotePath) -> RemotePath {
+        Self.map(path, remoteHolders, [:]) { final[$0] } ?? path
+    }
+
+    /// The final place of a new local item now at `path`.
+    func newLocalFinal(_ path: RemotePath) -> RemotePath {
+        newLocalOverrides[path] ?? localToFinal(path.parent).child(path.name)
+    }
+
+    /// The final place of a new remote item now at `path`.
+    func newRemoteFinal(_ path: RemotePath) -> RemotePath {
+        remoteToFinal(path.parent).child(path.name)
+    }
+
+    /// Where the record is locally when its own actions run (its folder already in its
+    /// final place), or nil when it is not present locally.
+    func localPlace(_ index: Int) -> RemotePath? {
+        guard local.present[index] else { return nil }
+        let place = local.now[index]
+        return localToFinal(place.parent).child(place.name)
+    }
+
+    /// Where the record is remotely when its own actions run, or nil when absent there.
+    func remotePlace(_ index: Int) -> RemotePath? {
+        guard remote.present[index] else { return nil }
+        let place = remote.now[index]
+        return remoteToFinal(place.parent).child(place.name)
+    }
+}

@@ -1,0 +1,162 @@
+/// The base (the state DB's rows) as a tree with paths derived from parent chains.
+/// Records are addressed by index, parents before children (sorted by path), so the
+/// planner's per-item tables are arrays rather than dictionaries.
+struct BaseTree {
+    private(set) var records: [ItemRecord] = []
+    /// Each record's path at the last sync.
+    private(set) var paths: [RemotePath] = []
+    /// Each record's parent index; nil when the parent is the root.
+    private(set) var parents: [Int?] = []
+
+    var indices: Range<Int> { records.indices }
+
+    /// Rows whose parent chain does not reach the root (or loops) are left out: the
+    /// items they described show up as new on whichever side still has them.
+    init(_ base: [ItemRecord]) {
+        var byID: [ItemIdentifier: ItemRecord] = [:]
+        for record in base where record.id != .root && record.parentID != nil { byID[record.id] = record }
+        var resolved: [ItemIdentifier: RemotePath] = [:]
+        for id in byID.keys { Self.resolvePath(id, byID, &resolved) }
+        let sorted = resolved.map { ($0.value, $0.key) }.sorted { RemotePath.precedes($0.0, $1.0) }
+        var indexByID: [ItemIdentifier: Int] = [:]
+        for (index, (path, id)) in sorted.enumerated() {
+            records.append(byID[id]!)
+            paths.append(path)
+            indexByID[id] = index
+        }
+        parents = records.map { $0.parentID.flatMap { indexByID[$0] } }
+    }
+
+    private static func resolvePath(_ start: ItemIdentifier, _ byID: [ItemIdentifier: ItemRecord],
+                                    _ resolved: inout [ItemIdentifier: RemotePath]) {
+        var chain: [ItemIdentifier] = []
+        var cursor = start
+        while resolved[cursor] == nil {
+            guard let record = byID[cursor], !chain.contains(cursor) else { return }
+            chain.append(cursor)
+            guard let parent = record.parentID, parent != .root else { break }
+            cursor = parent
+        }
+        var top = resolved[cursor] ?? .root
+        for id in chain.reversed() {
+            guard let path = try? top.appending(byID[id]!.name) else { return }
+            resolved[id] = path
+            top = path
+        }
+    }
+
+    subscript(index: Int) -> ItemRecord { records[index] }
+
+    /// The indices of the record's ancestors, nearest first (the root not included).
+    func ancestors(of index: Int) -> [Int] {
+        var result: [Int] = []
+        var cursor = parents[index]
+        while let parent = cursor {
+            result.append(parent)
+            cursor = parents[parent]
+        }
+        return result
+    }
+}
+
+/// Where each base item is on one side now. An item is *located* when its identity
+/// (inode locally; file id, or size and ETag, remotely) is found at exactly one path;
+/// otherwise it is looked for at its parent's place plus its name.
+struct Placement {
+    /// Each record's path on this side now.
+    private(set) var now: [RemotePath]
+    /// Records with an item of a compatible kind at `now`.
+    private(set) var present: [Bool]
+    /// Present records that are not at their parent's place plus their name.
+    private(set) var moved: [Bool]
+
+    /// A located item that took the place of another record still present there by name
+    /// (a rename over an existing item) is not a move: the other record was replaced (an
+    /// edit) and the located one is gone from its old place (a delete).
+    init(tree: BaseTree, located: [Int: RemotePath], isPresent: (ItemRecord, RemotePath) -> Bool) {
+        var rejected: Set<Int> = []
+        var natural = [RemotePath](repeating: .root, count: tree.records.count)
+        now = natural
+        while true {
+            for index in tree.indices {
+                natural[index] = (tree.parents[index].map { now[$0] } ?? .root).child(tree[index].name)
+                now[index] = (rejected.contains(index) ? nil : located[index]) ?? natural[index]
+            }
+            let found = tree.indices.map { located[$0] != nil && !rejected.contains($0) }
+            present = tree.indices.map { found[$0] || isPresent(tree[$0], now[$0]) }
+            let holders = Set(tree.indices.filter { !found[$0] && present[$0] }.map { now[$0] })
+            let displaced = tree.indices.filter { found[$0] && now[$0] != natural[$0] && holders.contains(now[$0]) }
+            if displaced.isEmpty { break }
+            rejected.formUnion(displaced)
+        }
+        moved = tree.indices.map { present[$0] && now[$0] != natural[$0] }
+    }
+
+    /// Records whose inode is at exactly one local path holding the same kind.
+    static func locatedLocally(_ tree: BaseTree, _ local: [RemotePath: LocalObservation]) -> [Int: RemotePath] {
+        let keys = tree.indices.compactMap { index in tree[index].local.map { (index, $0.inode) } }
+        let found = unique(keys, local.map { ($0.key, $0.value.stat.inode) })
+        return found.filter { local[$0.value]?.kind == tree[$0.key].kind }
+    }
+
+    /// Records whose file id (or, when the store reports none, whose size and ETag for
+    /// files) is at exactly one remote path holding a compatible kind.
+    static func locatedRemotely(_ tree: BaseTree, _ remote: [RemotePath: RemoteEntry]) -> [Int: RemotePath] {
+        let byFileID = remote.values.contains { $0.fileID != nil }
+        func key(kind: ItemKind, size: Int64, etag: ETag?, fileID: String?) -> String? {
+            if byFileID { return fileID.map { "id:" + $0 } }
+            guard kind == .file, let etag else { return nil }
+            return "content:\(size):\(etag.value)"
+        }
+        let keys = tree.indices.compactMap { index -> (Int, String)? in
+            let r = tree[index]
+            return key(kind: r.kind, size: r.size, etag: r.remoteETag, fileID: r.remoteFileID).map { (index, $0) }
+        }
+        let entries = remote.compactMap { path, e in
+            key(kind: e.kind, size: e.size, etag: e.etag, fileID: e.fileID).map { (path, $0) }
+        }
+        return unique(keys, entries).filter { index, path in
+            remote[path].map { compatible(tree[index].kind, remoteKind: $0.kind) } ?? false
+        }
+    }
+
+    /// Pairs each record with the one path holding its key, when both are unique.
+    private static func unique<Key: Hashable>(_ records: [(Int, Key)],
+                                             _ entries: [(RemotePath, Key)]) -> [Int: RemotePath] {
+        let recordCounts = Dictionary(records.map { ($0.1, 1) }, uniquingKeysWith: +)
+        let pathsByKey = Dictionary(grouping: entries, by: \.1)
+        var result: [Int: RemotePath] = [:]
+        for (index, key) in records where recordCounts[key] == 1 {
+            if let paths = pathsByKey[key], paths.count == 1 { result[index] = paths[0].0 }
+        }
+        return result
+    }
+
+    /// True when a remote entry of `remoteKind` can be the item of a record of `kind`
+    /// (a bundle is a folder on the remote).
+    static func compatible(_ kind: ItemKind, remoteKind: ItemKind) -> Bool {
+        kind == remoteKind || (kind == .bundle && remoteKind == .folder)
+    }
+}
+
+extension RemotePath {
+    /// The order of `<` (names compared byte by byte, parents first), without the
+    /// allocations `<` makes: plans sort tens of thousands of paths.
+    static func precedes(_ a: RemotePath, _ b: RemotePath) -> Bool {
+        a.components.lexicographicallyPrecedes(b.components) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// `self` with `name` appended, for names taken from existing valid paths.
+    func child(_ name: String) -> RemotePath { (try? appending(name)) ?? self }
+
+    /// The proper ancestors, nearest first, ending with the root (empty for the root).
+    var ancestors: [RemotePath] {
+        var result: [RemotePath] = []
+        var cursor = self
+        while !cursor.isRoot {
+            cursor = cursor.parent
+            result.append(cursor)
+        }
+        return result
+    }
+}
