@@ -20,7 +20,8 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
     private let spillDirectory: URL
 
     /// An empty store holding only its root folder. With `fileIDs: false` entries carry
-    /// no file id, like a WebDAV server without `oc:fileid`.
+    /// no file id, like a WebDAV server without `oc:fileid`. File contents over
+    /// `inlineLimit` bytes live in a temporary file, removed when the store goes away.
     public init(fileIDs: Bool = true, inlineLimit: Int64 = 16 << 20) {
         reportsFileIDs = fileIDs
         self.inlineLimit = inlineLimit
@@ -41,6 +42,7 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
             var missing: [RemotePath] = []
             var folder = path.parent
             while s.nodes[folder] == nil { missing.append(folder); folder = folder.parent }
+            precondition(s.nodes[folder]?.kind == .folder, "setFile: \(folder) is not a folder")
             for parent in missing.reversed() { s.nodes[parent] = s.newNode(.folder) }
             let previous = s.nodes[path]
             s.removeTree(at: path)
@@ -165,7 +167,7 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
     }
 
     private func listing(of path: RemotePath,
-                         where included: @escaping (RemotePath) -> Bool) throws(ProviderError) -> [RemoteEntry] {
+                         where included: (RemotePath) -> Bool) throws(ProviderError) -> [RemoteEntry] {
         try withState { s throws(ProviderError) -> [RemoteEntry] in
             guard try s.existing(path).kind == .folder else {
                 throw ProviderError(.noSuchItem, "\(path) is not a folder in the store")

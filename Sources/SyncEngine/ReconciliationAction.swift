@@ -88,10 +88,12 @@ public enum SyncAction: Hashable, Sendable {
     case download(RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?)
     /// Create or replace the local symlink at the path; `replacing` as for `download`.
     case createLocalSymlink(RemotePath, target: String, replacing: LocalStat?, item: ItemIdentifier?)
-    /// Rename the local item (a folder with its subtree) if it still has the stat `expected`.
+    /// Rename the local item (a folder with its subtree) if it still has the stat `expected`
+    /// (for a folder only the inode counts: its size and mtime follow its contents).
     case moveLocal(from: RemotePath, to: RemotePath, expected: LocalStat, item: ItemIdentifier)
-    /// Delete the local item if it still has the stat `expected`; for a folder, only while
-    /// every item inside still matches its row (otherwise the next plan decides again).
+    /// Delete the local item if it still has the stat `expected`; for a folder (inode only),
+    /// only while every item inside still matches its row (otherwise the next plan decides
+    /// again: something new inside must not be deleted with it).
     case deleteLocal(RemotePath, expected: LocalStat?, item: ItemIdentifier)
 
     /// Keep the local version under `copy` on both sides: rename it locally, then upload
@@ -103,8 +105,9 @@ public enum SyncAction: Hashable, Sendable {
     /// Equal: record the row with `local` and `remote` as agreed versions. Different:
     /// run `ifDifferent` in order.
     case compareContents(RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?, ifDifferent: [SyncAction])
-    /// Both sides already agree on the item at the path: write its row (a new one when
-    /// `item` is nil) with these versions. No I/O on either side.
+    /// Both sides already agree on the item at the path: write its row with these
+    /// versions (when `item` is nil: a new row, or the one a replay already made at the
+    /// path). No I/O on either side.
     case record(item: ItemIdentifier?, path: RemotePath, kind: ItemKind, local: LocalStat?, remote: RemoteEntry)
     /// The item is gone on both sides: remove its row (and its descendants' rows).
     case forget(ItemIdentifier)

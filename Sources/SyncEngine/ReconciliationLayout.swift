@@ -32,36 +32,69 @@ struct Layout {
                    uniquingKeysWith: { first, _ in first })
     }
 
-    /// Recomputes every record's final path (after the overrides changed).
+    /// Recomputes every record's final path (after the overrides changed). Moves on the
+    /// two sides can form a cycle (each side put one folder inside the other); then the
+    /// local move that closes it is set aside (the remote places win) and all paths are
+    /// computed again.
     mutating func resolve() {
-        let (tree, local, remote) = (tree, local, remote)
-        let (overrides, newOverrides) = (recordOverrides, newLocalOverrides)
-        let (localHolders, remoteHolders) = (localHolders, remoteHolders)
+        var setAside: Set<Int> = []
+        while true {
+            switch attempt(settingAside: setAside) {
+            case .paths(let paths):
+                final = paths
+                return
+            case .cycle(let through?):
+                setAside.insert(through)
+            case .cycle(nil):
+                final = tree.paths  // cannot happen (only local moves close cycles); stay put
+                return
+            }
+        }
+    }
+
+    private enum Attempt {
+        case paths([RemotePath])
+        /// A cycle was found; the associated value is the local move that closes it.
+        case cycle(Int?)
+    }
+
+    private func attempt(settingAside setAside: Set<Int>) -> Attempt {
         var memo = [RemotePath?](repeating: nil, count: tree.records.count)
-        var visiting = [Bool](repeating: false, count: tree.records.count)
-        // A record being resolved is unavailable to the places it depends on; that only
-        // happens when moves on the two sides form a cycle, and the next rule applies.
+        var stack: [(index: Int, byLocalMove: Bool)] = []
+        var cycle: Attempt?
         func finalPath(_ index: Int) -> RemotePath? {
+            if cycle != nil { return nil }
             if let done = memo[index] { return done }
-            guard !visiting[index] else { return nil }
-            visiting[index] = true
-            defer { visiting[index] = false }
-            let result = overrides[index] ?? moved(index, remote, remoteHolders, [:])
-                ?? moved(index, local, localHolders, newOverrides) ?? byName(index)
+            if let start = stack.lastIndex(where: { $0.index == index }) {
+                cycle = .cycle(stack[start...].last(where: \.byLocalMove)?.index)
+                return nil
+            }
+            let byLocalMove = recordOverrides[index] == nil && !remote.moved[index]
+                && local.moved[index] && !setAside.contains(index)
+            stack.append((index, byLocalMove))
+            defer { stack.removeLast() }
+            let result: RemotePath?
+            if let forced = recordOverrides[index] {
+                result = forced
+            } else if remote.moved[index] {
+                result = moved(index, remote, remoteHolders, [:])
+            } else if byLocalMove {
+                result = moved(index, local, localHolders, newLocalOverrides)
+            } else {
+                let parent: RemotePath? = tree.parents[index].map { finalPath($0) } ?? .root
+                result = parent?.child(tree[index].name)
+            }
             memo[index] = result
             return result
         }
         func moved(_ index: Int, _ side: Placement, _ holders: [RemotePath: Int],
                    _ renamed: [RemotePath: RemotePath]) -> RemotePath? {
-            guard side.moved[index] else { return nil }
             let place = side.now[index]
             return Self.map(place.parent, holders, renamed, finalPath)?.child(place.name)
         }
-        func byName(_ index: Int) -> RemotePath {
-            let parent = tree.parents[index].map { finalPath($0) ?? tree.paths[$0] } ?? .root
-            return parent.child(tree[index].name)
-        }
-        final = tree.indices.map { finalPath($0) ?? tree.paths[$0] }
+        let paths = tree.indices.map { finalPath($0) }
+        if let cycle { return cycle }
+        return .paths(paths.map { $0! })
     }
 
     /// The final place of whatever is at `path` now: through the nearest folder that is a
@@ -94,10 +127,19 @@ struct Layout {
         remoteToFinal(path.parent).child(path.name)
     }
 
+    /// True when the record stays where the base has it, on both sides: nothing of it
+    /// or its folders moves. Then its places on both sides are its final place.
+    func isSettled(_ index: Int) -> Bool {
+        let base = tree.paths[index]
+        return !local.moved[index] && !remote.moved[index] && final[index] == base
+            && local.now[index] == base && remote.now[index] == base
+    }
+
     /// Where the record is locally when its own actions run (its folder already in its
     /// final place), or nil when it is not present locally.
     func localPlace(_ index: Int) -> RemotePath? {
         guard local.present[index] else { return nil }
+        if isSettled(index) { return final[index] }
         let place = local.now[index]
         return localToFinal(place.parent).child(place.name)
     }
@@ -105,6 +147,7 @@ struct Layout {
     /// Where the record is remotely when its own actions run, or nil when absent there.
     func remotePlace(_ index: Int) -> RemotePath? {
         guard remote.present[index] else { return nil }
+        if isSettled(index) { return final[index] }
         let place = remote.now[index]
         return remoteToFinal(place.parent).child(place.name)
     }

@@ -1,7 +1,8 @@
 /// Puts a plan in an order the engine can carry out front to back: what an action needs
 /// (a parent folder, the item it moves or reads) is made before it, a place is vacated
-/// before something else is put there, a folder is deleted only after everything that
-/// still used something inside it, and deletions come last unless something waits for one.
+/// before something else is put there, a folder is moved away or deleted only after
+/// everything that still used something inside it, and deletions come last unless
+/// something waits for one.
 enum ActionOrder {
     enum Side: Hashable { case local, remote }
 
@@ -42,27 +43,30 @@ enum ActionOrder {
     }
 
     /// For each action, the indices of the actions that must run before it.
+    ///
+    /// A need is looked up from its place upwards: the nearest action that puts something
+    /// there (or at a folder above) runs first; an item still inside a folder that another
+    /// action moves away or deletes is used before that. Something put at a place waits
+    /// for whatever leaves that place.
     static func dependencies(_ actions: [SyncAction]) -> [[Int]] {
         let effects = actions.map(effects(of:))
-        var provider: [Place: Int] = [:], vacater: [Place: Int] = [:], deletion: [Place: Int] = [:]
+        var provider: [Place: Int] = [:], vacater: [Place: Int] = [:]
         for (index, effect) in effects.enumerated() {
             for place in effect.provides where provider[place] == nil { provider[place] = index }
             for place in effect.vacates where vacater[place] == nil { vacater[place] = index }
-            if actions[index].isDeletion, let place = effect.vacates.first { deletion[place] = index }
         }
         var result = [[Int]](repeating: [], count: actions.count)
         for (index, effect) in effects.enumerated() {
             for need in effect.needs {
                 // A need at a place the action itself vacates is the item there before the plan.
-                let exact = effect.vacates.contains(need) ? [] : [need.path]
-                if let maker = (exact + need.path.ancestors).lazy
-                    .compactMap({ provider[Place(side: need.side, path: $0)] }).first(where: { $0 != index }) {
-                    result[index].append(maker)
-                }
-                for ancestor in need.path.ancestors {
-                    if let remover = deletion[Place(side: need.side, path: ancestor)], remover != index {
-                        result[remover].append(index)
+                let selfVacated = effect.vacates.contains(need)
+                for (level, path) in ([need.path] + need.path.ancestors).enumerated() {
+                    let place = Place(side: need.side, path: path)
+                    if level > 0 || !selfVacated, let maker = provider[place], maker != index {
+                        result[index].append(maker)
+                        break
                     }
+                    if level > 0, let leaver = vacater[place], leaver != index { result[leaver].append(index) }
                 }
             }
             for place in effect.provides {
@@ -95,7 +99,7 @@ enum ActionOrder {
         case .deleteLocal(let path, _, _):
             return Effects(needs: [l(path)], vacates: [l(path)])
         case .conflictCopy(let conflict):
-            return Effects(needs: [l(conflict.path), r(conflict.copy.parent)],
+            return Effects(needs: [l(conflict.path), l(conflict.copy.parent), r(conflict.copy.parent)],
                            provides: [l(conflict.copy), r(conflict.copy)], vacates: [l(conflict.path)])
         case .compareContents(let path, _, _, _, _), .record(_, let path, _, _, _):
             return Effects(needs: [l(path), r(path)])

@@ -4,7 +4,7 @@ extension Planner {
     /// Something that will be at a final place after the plan.
     enum Claim {
         /// A record that stays; `inPlace` when the remote already holds it there.
-        case record(ItemIdentifier, inPlace: Bool)
+        case record(Int, inPlace: Bool)
         case newLocal(RemotePath)
         case newRemote(RemotePath)
 
@@ -25,21 +25,33 @@ extension Planner {
     /// of the same kind are not a collision but a create/create, decided per item.
     mutating func resolveCollisions() {
         for _ in 0..<4 {
+            guard hasCollision() else { return }
             var claims: [RemotePath: [Claim]] = [:]
-            for id in tree.ordered where !verdicts[id]!.removes {
-                let place = layout.final[id]!
-                claims[place, default: []].append(.record(id, inPlace: layout.remotePlace(id) == place))
+            for index in tree.indices where !verdicts[index].removes {
+                let place = layout.final[index]
+                claims[place, default: []].append(.record(index, inPlace: layout.remotePlace(index) == place))
             }
             for path in newLocal { claims[layout.newLocalFinal(path), default: []].append(.newLocal(path)) }
             for path in newRemote { claims[layout.newRemoteFinal(path), default: []].append(.newRemote(path)) }
             let colliding = claims.keys.filter { claims[$0]!.count > 1 }.sorted(by: RemotePath.precedes)
             guard !colliding.isEmpty else { return }
-            for place in claims.keys { names[place.parent, default: []].insert(place.name) }
+            for place in claims.keys { reserve(place) }
             var changed = false
             for place in colliding where settle(place, claims[place]!) { changed = true }
             guard changed else { return }
             layout.resolve()
         }
+    }
+
+    /// True when two records or new items end at one place (a quick check: collisions are rare).
+    private func hasCollision() -> Bool {
+        var places = Set<RemotePath>(minimumCapacity: tree.records.count + newLocal.count + newRemote.count)
+        for index in tree.indices where !verdicts[index].removes {
+            if !places.insert(layout.final[index]).inserted { return true }
+        }
+        for path in newLocal where !places.insert(layout.newLocalFinal(path)).inserted { return true }
+        for path in newRemote where !places.insert(layout.newRemoteFinal(path)).inserted { return true }
+        return false
     }
 
     /// Renames all claims on `place` but the winner; true when anything was renamed.
@@ -49,8 +61,8 @@ extension Planner {
         var changed = false
         for (index, claim) in claims.enumerated() where index != winner {
             switch claim {
-            case .record(let id, _):
-                layout.recordOverrides[id] = copyPath(for: place)
+            case .record(let index, _):
+                layout.recordOverrides[index] = copyPath(for: place)
                 changed = true
             case .newLocal(let path):
                 layout.newLocalOverrides[path] = copyPath(for: place)
@@ -82,14 +94,14 @@ extension Planner {
                 if !occupied.insert(ancestor).inserted { break }  // its ancestors are in already
             }
         }
-        for id in tree.ordered where !verdicts[id]!.removes { occupy(layout.final[id]!) }
+        for index in tree.indices where !verdicts[index].removes { occupy(layout.final[index]) }
         for path in newLocal { occupy(layout.newLocalFinal(path)) }
         for path in newRemote { occupy(layout.newRemoteFinal(path)) }
-        for id in tree.ordered.reversed() where tree[id].kind == .folder {
-            let verdict = verdicts[id]!
-            guard verdict == .removeRemote || verdict == .removeLocal, occupied.contains(layout.final[id]!) else { continue }
-            verdicts[id] = verdict == .removeRemote ? .pull : .push
-            occupy(layout.final[id]!)
+        for index in tree.indices.reversed() where tree[index].kind == .folder {
+            let verdict = verdicts[index]
+            guard verdict == .removeRemote || verdict == .removeLocal, occupied.contains(layout.final[index]) else { continue }
+            verdicts[index] = verdict == .removeRemote ? .pull : .push
+            occupy(layout.final[index])
         }
     }
 
@@ -101,22 +113,16 @@ extension Planner {
             if case .deleteRemote(let path, _, _) = action { remoteGone.insert(path) }
             if case .deleteLocal(let path, _, _) = action { localGone.insert(path) }
         }
+        let forgotten = Set(tree.indices.filter { index in
+            verdicts[index] == .forget && tree.ancestors(of: index).contains { verdicts[$0].removes }
+        }.map { tree[$0].id })
         return actions.filter { action in
             switch action {
             case .deleteRemote(let path, _, _): !path.ancestors.contains(where: remoteGone.contains)
             case .deleteLocal(let path, _, _): !path.ancestors.contains(where: localGone.contains)
-            case .forget(let id): !hasRemovedAncestor(id)
+            case .forget(let id): !forgotten.contains(id)
             default: true
             }
         }
-    }
-
-    private func hasRemovedAncestor(_ id: ItemIdentifier) -> Bool {
-        var cursor = tree.parentID(of: id)
-        while let parent = cursor {
-            if verdicts[parent]!.removes { return true }
-            cursor = tree.parentID(of: parent)
-        }
-        return false
     }
 }

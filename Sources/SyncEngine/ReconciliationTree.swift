@@ -76,7 +76,7 @@ struct Placement {
     init(tree: BaseTree, located: [Int: RemotePath], isPresent: (ItemRecord, RemotePath) -> Bool) {
         var rejected: Set<Int> = []
         var natural = [RemotePath](repeating: .root, count: tree.records.count)
-        now = natural
+        var now = natural, present: [Bool] = []
         while true {
             for index in tree.indices {
                 natural[index] = (tree.parents[index].map { now[$0] } ?? .root).child(tree[index].name)
@@ -89,6 +89,8 @@ struct Placement {
             if displaced.isEmpty { break }
             rejected.formUnion(displaced)
         }
+        self.now = now
+        self.present = present
         moved = tree.indices.map { present[$0] && now[$0] != natural[$0] }
     }
 
@@ -103,12 +105,12 @@ struct Placement {
     /// files) is at exactly one remote path holding a compatible kind.
     static func locatedRemotely(_ tree: BaseTree, _ remote: [RemotePath: RemoteEntry]) -> [Int: RemotePath] {
         let byFileID = remote.values.contains { $0.fileID != nil }
-        func key(kind: ItemKind, size: Int64, etag: ETag?, fileID: String?) -> String? {
-            if byFileID { return fileID.map { "id:" + $0 } }
+        func key(kind: ItemKind, size: Int64, etag: ETag?, fileID: String?) -> RemoteKey? {
+            if byFileID { return fileID.map { RemoteKey(fileID: $0, size: 0) } }
             guard kind == .file, let etag else { return nil }
-            return "content:\(size):\(etag.value)"
+            return RemoteKey(etag: etag.value, size: size)
         }
-        let keys = tree.indices.compactMap { index -> (Int, String)? in
+        let keys = tree.indices.compactMap { index -> (Int, RemoteKey)? in
             let r = tree[index]
             return key(kind: r.kind, size: r.size, etag: r.remoteETag, fileID: r.remoteFileID).map { (index, $0) }
         }
@@ -118,6 +120,15 @@ struct Placement {
         return unique(keys, entries).filter { index, path in
             remote[path].map { compatible(tree[index].kind, remoteKind: $0.kind) } ?? false
         }
+    }
+
+    /// What identifies a remote item across a move: its file id, else its ETag and size.
+    private struct RemoteKey: Hashable {
+        var fileID: String?
+        var etag: String?
+        var size: Int64
+        init(fileID: String, size: Int64) { self.fileID = fileID; self.size = size }
+        init(etag: String, size: Int64) { self.etag = etag; self.size = size }
     }
 
     /// Pairs each record with the one path holding its key, when both are unique.

@@ -48,7 +48,7 @@ struct RandomPlanTests {
         }
     }
 
-    static func world(seed: UInt64, fileIDs: Bool) -> World {
+    static func world(seed: UInt64, fileIDs: Bool, changes: Int = 12) -> World {
         var random = SeededRandom(seed: seed)
         var w = World(fileIDs: fileIDs)
         var folders = [""]
@@ -62,16 +62,18 @@ struct RandomPlanTests {
                 w.synced(path, size: Int64(n))
             }
         }
-        for step in 0..<12 {
+        for step in 0..<changes {
             change(&w, Bool.random(using: &random) ? .local : .remote, &random, step: 100 + step)
         }
         return w
     }
 
+    /// Seeds 0..<300 with 4 to 43 changes each. A wider sweep (40 000 worlds) passed when
+    /// this was written; widen the range to hunt after a change to the planner.
     @Test("every plan runs and converges", arguments: 0..<300)
     func randomPlan(seed: Int) {
         for fileIDs in [true, false] {
-            let w = Self.world(seed: UInt64(seed), fileIDs: fileIDs)
+            let w = Self.world(seed: UInt64(seed), fileIDs: fileIDs, changes: 4 + seed % 40)
             let plan = w.plan()
             let run = PlanSimulator.run(plan, on: w)
             #expect(run.problems == [], "seed \(seed), file ids \(fileIDs): \(plan)")

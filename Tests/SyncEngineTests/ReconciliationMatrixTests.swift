@@ -160,6 +160,25 @@ struct ReconciliationMatrixTests {
              .deleteRemote(p("d/a.txt"), version: w.baseETag("d/a.txt"), item: w.id("d/a.txt")),
              .deleteRemote(p("d/b.txt"), version: w.baseETag("d/b.txt"), item: w.id("d/b.txt"))]
         },
+        MatrixRow("d deleted locally, a file in d edited remotely: d comes back with that file only", {
+            $0.deleteLocal("d"); $0.editRemote("d/a.txt")
+        }) { w in
+            [.createLocalFolder(p("d"), item: w.id("d")),
+             .download(p("d/a.txt"), version: w.etag("d/a.txt"), replacing: nil, item: w.id("d/a.txt")),
+             .deleteRemote(p("d/b.txt"), version: w.baseETag("d/b.txt"), item: w.id("d/b.txt"))]
+        },
+        MatrixRow("folder renamed locally, a file in it edited remotely: one move, then the download", {
+            $0.moveLocal("d", "e"); $0.editRemote("d/a.txt")
+        }) { w in
+            [.moveRemote(from: p("d"), to: p("e"), version: w.etag("d"), item: w.id("d")),
+             .download(p("e/a.txt"), version: w.etag("d/a.txt"), replacing: w.stat("e/a.txt"), item: w.id("d/a.txt"))]
+        },
+        MatrixRow("folder renamed remotely, a file in it edited locally: one move, then the upload", {
+            $0.moveRemote("d", "e"); $0.editLocal("d/a.txt", size: 20)
+        }) { w in
+            [.moveLocal(from: p("d"), to: p("e"), expected: w.stat("d"), item: w.id("d")),
+             .upload(p("e/a.txt"), condition: .mustMatch(w.baseETag("d/a.txt")), source: w.stat("d/a.txt"), item: w.id("d/a.txt"))]
+        },
         MatrixRow("folder deleted remotely: one local delete, not one per child", { $0.deleteRemote("d") }) { w in
             [.deleteLocal(p("d"), expected: w.stat("d"), item: w.id("d"))]
         },
@@ -190,6 +209,17 @@ struct ReconciliationMatrixTests {
         let run = PlanSimulator.run(plan, on: world)
         #expect(run.problems == [])
         #expect(run.converged)
+    }
+
+    @Test("two remote names that differ only in Unicode normalisation are two items, both kept")
+    func normalisationForms() {
+        var world = World()
+        let nfc = "caf\u{00E9}", nfd = "cafe\u{0301}"
+        world.createRemote(nfc, size: 1)
+        world.createRemote(nfd, size: 2)
+        let plan = world.plan()
+        #expect(Set(plan.map { Array($0.path.name.utf8) }) == [Array(nfc.utf8), Array(nfd.utf8)])
+        #expect(plan.count == 2 && plan.allSatisfy { if case .download = $0 { true } else { false } })
     }
 
     @Test("a file never uploaded before a crash is uploaded as new, not treated as deleted remotely")
