@@ -11,6 +11,7 @@ public struct LocalObservation: Hashable, Sendable {
     /// For symlinks: the target, exactly as written.
     public var symlinkTarget: String?
 
+    /// An observation as the scanner makes it.
     public init(kind: ItemKind, size: Int64, stat: LocalStat, symlinkTarget: String? = nil) {
         self.kind = kind
         self.size = size
@@ -42,6 +43,7 @@ public struct ConflictCopy: Hashable, Sendable {
     /// When the conflict was found (the `now` of the plan), for the conflict list.
     public var detectedAt: Date
 
+    /// A conflict copy with every field given.
     public init(path: RemotePath, copy: RemotePath, kind: ItemKind, local: LocalStat, symlinkTarget: String? = nil,
                 item: ItemIdentifier?, baseVersion: ETag?, remoteVersion: ETag?, detectedAt: Date) {
         self.path = path

@@ -13,6 +13,7 @@ public enum ConflictName {
         /// 1 for the first copy, 2, 3… when that name was taken.
         public var counter: Int
 
+        /// The parts with every field given.
         public init(baseName: String, timestamp: String, host: String, counter: Int) {
             self.baseName = baseName
             self.timestamp = timestamp

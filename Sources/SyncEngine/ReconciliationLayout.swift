@@ -1,5 +1,4 @@
-/// Where everything ends up: the final path of each record and new item, and where each
-/// record is on each side at the moment its own actions run (after its ancestors moved).
+/// Where everything ends up: the final path of each record and of each new item.
 ///
 /// A record's final place is the remote one when the remote moved it (the remote name
 /// wins), else the local one when the local side moved it, else its parent's final place
@@ -127,27 +126,10 @@ struct Layout {
         remoteToFinal(path.parent).child(path.name)
     }
 
-    /// True when the record stays where the base has it, on both sides: nothing of it
-    /// or its folders moves. Then its places on both sides are its final place.
-    func isSettled(_ index: Int) -> Bool {
-        let base = tree.paths[index]
-        return !local.moved[index] && !remote.moved[index] && final[index] == base
-            && local.now[index] == base && remote.now[index] == base
-    }
-
-    /// Where the record is locally when its own actions run (its folder already in its
-    /// final place), or nil when it is not present locally.
-    func localPlace(_ index: Int) -> RemotePath? {
-        guard local.present[index] else { return nil }
-        if isSettled(index) { return final[index] }
-        let place = local.now[index]
-        return localToFinal(place.parent).child(place.name)
-    }
-
-    /// Where the record is remotely when its own actions run, or nil when absent there.
+    /// Where the record is remotely once its folders are in their final places, or nil
+    /// when absent there: equal to its final place when the remote already holds it there.
     func remotePlace(_ index: Int) -> RemotePath? {
         guard remote.present[index] else { return nil }
-        if isSettled(index) { return final[index] }
         let place = remote.now[index]
         return remoteToFinal(place.parent).child(place.name)
     }
