@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SyncModel
 
 /// Names that never reach the engine: editors' temporaries, lock files, our own
 /// temporary names, plus a domain's `exclude` patterns. Patterns are shell globs
@@ -16,7 +17,7 @@ public struct ExcludeList: Sendable, Equatable {
 
     /// `patterns` plus the built-in ones; blank lines and `#` comments are dropped.
     public init(patterns: [String]) {
-        let cleaned = patterns.map { $0.trimmingWhitespace() }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        let cleaned = patterns.map { String($0.trimmingWhitespace()) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         self.patterns = Self.builtIn + cleaned
     }
 
@@ -30,14 +31,5 @@ public struct ExcludeList: Sendable, Equatable {
         patterns.contains { pattern in
             pattern.contains("/") ? fnmatch(pattern, relativePath, 0) == 0 : fnmatch(pattern, name, FNM_PERIOD) == 0
         }
-    }
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        var text = Substring(self)
-        while let first = text.first, first.isWhitespace { text.removeFirst() }
-        while let last = text.last, last.isWhitespace { text.removeLast() }
-        return String(text)
     }
 }

@@ -43,7 +43,7 @@ public struct ETag: Hashable, Sendable, Codable, CustomStringConvertible {
 
 extension StringProtocol {
     /// The string without leading and trailing spaces, tabs and line breaks.
-    func trimmingWhitespace() -> SubSequence {
+    public func trimmingWhitespace() -> SubSequence {
         var start = startIndex, end = endIndex
         while start < end, self[start].isWhitespace { start = index(after: start) }
         while end > start, self[index(before: end)].isWhitespace { end = index(before: end) }
