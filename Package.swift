@@ -35,7 +35,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
-        .target(name: "Replica", dependencies: ["SyncEngine", "SyncModel"]),
+        .target(name: "Replica", dependencies: [
+            "SyncEngine", "SyncModel", .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -45,7 +47,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tidesync", dependencies: [
-            "Daemon", "TidesyncConfig",
+            "Daemon", "TidesyncConfig", "Replica", "SyncEngine",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

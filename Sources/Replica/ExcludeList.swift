@@ -15,6 +15,14 @@ public struct ExcludeList: Sendable, Equatable {
     /// Always excluded, whatever the config says: names tidesync writes itself.
     public static let builtIn = [".tidesync-*"]
 
+    /// The default list, the same as `config/exclude.default` (a test keeps them equal):
+    /// editor backups and swap files, office lock files, partial downloads, atomic-save
+    /// temporaries, NFS silly renames. A domain's `exclude` patterns add to it.
+    public static let defaultPatterns = [
+        "*~", ".*.swp", "4913", ".~lock.*#", "~$*", "*.part", "*.crdownload", ".goutputstream-*", ".nfs*",
+        ".dat.nosync*", ".tidesync-*",
+    ]
+
     /// `patterns` plus the built-in ones; blank lines and `#` comments are dropped.
     public init(patterns: [String]) {
         let cleaned = patterns.map { String($0.trimmingWhitespace()) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }

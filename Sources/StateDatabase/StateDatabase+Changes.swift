@@ -18,6 +18,22 @@ extension StateDatabase {
         }
     }
 
+    /// Writes every operation to the journal in one transaction and returns their ids, in
+    /// order. Durable when it returns; none is written when it throws.
+    public func journal(_ operations: [PendingOperation]) throws(ProviderError) -> [Int64] {
+        guard !operations.isEmpty else { return [] }
+        return try write("journal \(operations.count) operations") { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO pending_operation (item_id, kind, payload, created_at, attempts, not_before, last_error)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
+            return try operations.map { operation in
+                try statement.execute(arguments: operation.databaseArguments)
+                return db.lastInsertedRowID
+            }
+        }
+    }
+
     /// Applies `changes` in order, in one transaction: all of them, durably, or none.
     ///
     /// - `upsert` inserts the item or updates every field of its row, keeping its hydrated

@@ -37,3 +37,15 @@ public enum Reconciler {
         return planner.run()
     }
 }
+
+extension Reconciler {
+    /// Every record of `base` by the path its parent chain gives (rows whose chain does not
+    /// reach the root are left out, as the planner leaves them out).
+    public static func paths(of base: [ItemRecord]) -> [RemotePath: ItemRecord] {
+        let tree = BaseTree(base)
+        var result: [RemotePath: ItemRecord] = [:]
+        result.reserveCapacity(tree.records.count)
+        for index in tree.indices { result[tree.paths[index]] = tree[index] }
+        return result
+    }
+}

@@ -26,6 +26,9 @@ public protocol StateStore: Sendable {
 
     /// Writes `operation` to the journal (its `id` is ignored) and returns the id assigned.
     func journal(_ operation: PendingOperation) throws(ProviderError) -> Int64
+    /// Writes every operation to the journal in one transaction (one fsync for a whole
+    /// plan) and returns their ids, in order.
+    func journal(_ operations: [PendingOperation]) throws(ProviderError) -> [Int64]
     /// The journal, oldest first.
     func pendingOperations() throws(ProviderError) -> [PendingOperation]
 

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SyncEngine
+
+/// One step of a plan: the guarded write on its side, then its record.
+extension PlanRunner {
+    func perform(_ step: SyncAction, operation: Int64?, temporary: URL?,
+                 context: Context) async throws(ProviderError) {
+        logger.debug("\(step.stepName) \(step.path)")
+        switch step {
+        case .createRemoteFolder(let path, let item):
+            let local = try present(path, kind: .folder)
+            try await provider.makeRemoteFolder(at: path, item: item, local: local.stat, operation: operation)
+        case .upload(let path, let condition, let source, let item):
+            _ = try present(path, kind: .file, stat: source)
+            try await provider.upload(URL(fileURLWithPath: folder.absolute(path)), to: path, condition: condition,
+                                      source: source, item: item, operation: operation)
+        case .createRemoteSymlink(let path, let target, let condition, let item):
+            let local = try present(path, kind: .symlink)
+            guard local.symlinkTarget == target else { throw changedSincePlan(path) }
+            try await provider.makeRemoteSymlink(at: path, target: target, condition: condition, source: local.stat,
+                                                 item: item, operation: operation)
+        case .moveRemote(let from, let to, let version, let item):
+            try await provider.moveRemote(from: from, to: to, version: version, item: item, operation: operation)
+        case .deleteRemote(let path, let version, let item):
+            try await provider.deleteRemote(path, version: version, item: item, operation: operation)
+        case .createLocalFolder(let path, let item):
+            let stat = try folder.makeFolder(at: path)
+            try provider.record(at: path, item: item, kind: .folder, remote: context.remote[path], local: stat,
+                                operation: operation)
+        case .download(let path, let version, let replacing, let item):
+            try await download(path, version: version, replacing: replacing, item: item, operation: operation,
+                               temporary: temporary!, context: context)
+        case .createLocalSymlink(let path, let target, let replacing, let item):
+            let stat = try folder.makeSymlink(at: path, target: target, replacing: replacing, temporary: temporary!)
+            try provider.record(at: path, item: item, kind: .symlink, remote: context.remote[path], local: stat,
+                                symlinkTarget: target, operation: operation)
+        case .moveLocal(let from, let to, let expected, let item):
+            try folder.move(from: from, to: to, expected: expected)
+            try provider.recordMove(of: item, to: to, operation: operation)
+        case .deleteLocal(let path, let expected, let item):
+            try deleteLocal(path, expected: expected, item: item, operation: operation, context: context)
+        case .conflictCopy(let conflict):
+            try await conflictCopy(conflict, operation: operation)
+        case .compareContents(let path, let local, let remote, let item, let ifDifferent):
+            try await compare(path, local: local, remote: remote, item: item, ifDifferent: ifDifferent,
+                              operation: operation, temporary: temporary!, context: context)
+        case .record(let item, let path, let kind, let local, let remote):
+            try provider.record(at: path, item: item, kind: kind, remote: remote, local: local,
+                                symlinkTarget: remote.symlinkTarget, operation: operation)
+        case .forget(let item):
+            try provider.forget(item, operation: operation)
+        case .remoteNameWins(_, let localPath, let remotePath):
+            logger.notice("\(localPath) was renamed here and to \(remotePath) on the server; the server's name wins")
+        }
+    }
+
+    /// The item at `path`, which must still be of `kind` (and have `stat`, when given) as
+    /// the plan saw it; otherwise the step is left to the next plan.
+    func present(_ path: RemotePath, kind: ItemKind, stat: LocalStat? = nil) throws(ProviderError) -> LocalScanEntry {
+        guard let now = folder.entry(at: path), now.kind == kind, stat.map({ $0 == now.stat }) ?? true else {
+            throw changedSincePlan(path)
+        }
+        return now
+    }
+
+    func changedSincePlan(_ path: RemotePath) -> ProviderError {
+        ProviderError(.versionMismatch, "\(folder.absolute(path)) changed since the plan was made; it is looked at again")
+    }
+
+    private func download(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
+                          operation: Int64?, temporary: URL, context: Context) async throws(ProviderError) {
+        let etag = try await provider.download(path, version: version, into: temporary)
+        var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: etag)
+        let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
+        entry.etag = etag ?? entry.etag
+        entry.size = stat.size
+        try provider.record(at: path, item: item, kind: .file, remote: entry, local: stat, operation: operation)
+    }
+
+    private func deleteLocal(_ path: RemotePath, expected: LocalStat?, item: ItemIdentifier, operation: Int64?,
+                             context: Context) throws(ProviderError) {
+        let removed = try folder.delete(path, expected: expected) { found in
+            guard let record = context.recorded[found.path], record.kind == found.kind else { return false }
+            return found.kind == .folder ? record.local.map { $0.inode == found.stat.inode } ?? true : record.local == found.stat
+        }
+        if !removed { logger.notice("\(folder.absolute(path)) was deleted on the server; what changed in it here is kept and uploaded again") }
+        // What stays behind (new or changed here) has no row any more, so the next plan sees
+        // it as new and brings it back to the server: an edit beats a delete.
+        try provider.forget(item, operation: operation)
+    }
+
+    /// Keeps the local version under the conflict-copy name on both sides.
+    private func conflictCopy(_ conflict: ConflictCopy, operation: Int64?) async throws(ProviderError) {
+        let stat = try folder.move(from: conflict.path, to: conflict.copy, expected: conflict.local)
+        logger.warning("conflict: \(conflict.path) changed on both sides; this machine's version is kept as \(conflict.copy)")
+        switch conflict.kind {
+        case .folder, .bundle:
+            try await provider.makeRemoteFolder(at: conflict.copy, item: nil, local: stat, operation: operation)
+        case .symlink:
+            try await provider.makeRemoteSymlink(at: conflict.copy, target: conflict.symlinkTarget ?? "",
+                                                 condition: .mustNotExist, source: stat, item: nil, operation: operation)
+        case .file:
+            try await provider.upload(URL(fileURLWithPath: folder.absolute(conflict.copy)), to: conflict.copy,
+                                      condition: .mustNotExist, source: stat, item: nil, operation: operation)
+        }
+    }
+
+    /// Same bytes on both sides: record them as agreed. Different: keep both.
+    private func compare(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
+                         ifDifferent: [SyncAction], operation: Int64?, temporary: URL,
+                         context: Context) async throws(ProviderError) {
+        let etag = try await provider.download(path, version: remote, into: temporary)
+        let equal: Bool
+        do {
+            equal = try folder.contentsEqual(path, expected: local, other: temporary)
+        } catch {
+            removeTemporary(temporary.path)
+            throw error
+        }
+        removeTemporary(temporary.path)
+        if equal {
+            var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: local.size, etag: etag)
+            entry.etag = etag ?? entry.etag
+            try provider.record(at: path, item: item, kind: .file, remote: entry, local: local, operation: operation)
+            return
+        }
+        for step in ifDifferent {
+            try await perform(step, operation: nil, temporary: step.needsTemporary ? temporary : nil, context: context)
+        }
+        try provider.state.apply(operation.map { [.completeOperation($0)] } ?? [])
+    }
+}

@@ -1,0 +1,276 @@
+// Journal contract: every step of a plan that does I/O is written to the journal, in one
+// transaction for the whole plan, before the first step starts; the step's own result
+// transaction completes it. After a crash, what is left in the journal is cleaned up
+// (`recover`: the temporary files it names are removed) and the next plan decides again
+// from the three states, which is why every step is guarded and a replay is idempotent.
+// Steps that failed stay in the journal with a backoff (`attempts`, `not_before`): they
+// are the domain's items in error.
+
+import Foundation
+import Logging
+import SyncEngine
+
+/// What one pass of the runner saw and did.
+public struct RunReport: Sendable {
+    public var succeeded = 0
+    /// Steps that failed, with why; retried after a backoff (or decided again next pass).
+    public var failed: [(path: RemotePath, error: ProviderError)] = []
+    /// Steps not run because a step they needed failed, or the run stopped.
+    public var skipped = 0
+    /// Set when a failure parks the whole domain (server unreachable, auth, quota, disk full).
+    public var parked: ProviderError?
+    /// Conflict copies made: (original, copy).
+    public var conflicts: [(original: RemotePath, copy: RemotePath)] = []
+
+    public init() {}
+}
+
+/// Tells a running plan to start no new step; running ones finish.
+public final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopped = false
+    public init() {}
+    public var isStopped: Bool { lock.withLock { stopped } }
+    public func stop() { lock.withLock { stopped = true } }
+
+    /// Sleeps for `duration`, or less when stopped meanwhile.
+    public func wait(for duration: Duration) async {
+        let end = ContinuousClock.now + duration
+        while !isStopped, ContinuousClock.now < end {
+            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
+        }
+    }
+}
+
+/// Carries a reconciliation plan out: remote steps through the engine, local steps through
+/// the `LocalFolder`, up to `transfers` at once in the order `PlanSchedule` allows.
+public final class PlanRunner: Sendable {
+    public let provider: SyncProvider
+    public let folder: LocalFolder
+    public let transfers: Int
+    let logger: Logger
+    let stop: StopFlag
+
+    public init(provider: SyncProvider, folder: LocalFolder, transfers: Int, logger: Logger, stop: StopFlag = StopFlag()) {
+        self.provider = provider
+        self.folder = folder
+        self.transfers = max(1, transfers)
+        self.logger = logger
+        self.stop = stop
+    }
+
+    /// The arguments of a journaled step, for recovery and for the list of items in error.
+    struct JournalEntry: Codable {
+        var step: String
+        var path: RemotePath
+        /// A temporary file of ours the step may leave behind.
+        var temporary: String?
+    }
+
+    /// What a pass needs besides the plan.
+    public struct Context: Sendable {
+        /// The remote listing the plan was made from.
+        public var remote: [RemotePath: RemoteEntry]
+        /// The state DB's records by path when the plan was made.
+        public var recorded: [RemotePath: ItemRecord]
+        /// Earlier failures by path (journal entries with attempts), from `recover()`.
+        public var failures: [RemotePath: PendingOperation]
+
+        public init(remote: [RemotePath: RemoteEntry], recorded: [RemotePath: ItemRecord],
+                    failures: [RemotePath: PendingOperation]) {
+            self.remote = remote
+            self.recorded = recorded
+            self.failures = failures
+        }
+    }
+
+    // MARK: Recovery
+
+    /// Cleans up after a crash or an earlier pass: removes the temporary files journal
+    /// entries name, completes entries that never failed (they were cut short), and returns
+    /// the failed ones by path, to back off from.
+    public func recover() throws(ProviderError) -> [RemotePath: PendingOperation] {
+        var failures: [RemotePath: PendingOperation] = [:]
+        var done: [StateChange] = []
+        for operation in try provider.state.pendingOperations() {
+            let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload)
+            if let temporary = entry?.temporary { removeTemporary(temporary) }
+            if operation.attempts > 0, let entry {
+                if let older = failures[entry.path] { done.append(.completeOperation(older.id)) }
+                failures[entry.path] = operation
+            } else {
+                if operation.attempts == 0 { logger.info("finishing an interrupted \(operation.kind) of \(entry?.path.description ?? "?") after a restart") }
+                done.append(.completeOperation(operation.id))
+            }
+        }
+        try provider.state.apply(done)
+        return failures
+    }
+
+    /// Removes one of our temporary files, never anything else: the name must have our
+    /// prefix and lie inside the sync folder.
+    func removeTemporary(_ path: String) {
+        let name = (path as NSString).lastPathComponent
+        guard name.hasPrefix(LocalFolder.temporaryPrefix), path.hasPrefix(folder.root + "/"), !path.contains("/../") else { return }
+        unlink(path)
+    }
+
+    // MARK: Running a plan
+
+    /// Runs `plan` (in `Reconciler.plan` order). Throws only when the journal cannot be
+    /// written; step failures are in the report.
+    public func run(_ plan: [SyncAction], context: Context) async throws(ProviderError) -> RunReport {
+        guard !plan.isEmpty else { return RunReport() }
+        let temporaries: [URL?] = plan.map { $0.needsTemporary ? folder.temporaryURL(beside: $0.path) : nil }
+        let operations = try journal(plan, temporaries: temporaries)
+        var schedule = PlanSchedule(plan)
+        var report = RunReport()
+        let now = provider.clock.now()
+        for index in plan.indices {
+            if let failure = context.failures[plan[index].path], let notBefore = failure.notBefore, notBefore > now {
+                report.skipped += 1 + schedule.finished(index, .failed).count
+            }
+        }
+        await withTaskGroup(of: (Int, ProviderError?).self) { group in
+            var running = 0
+            func startReady() {
+                while running < transfers, report.parked == nil, !stop.isStopped, let index = schedule.next() {
+                    guard schedule.outcomes[index] == nil else { continue }
+                    let (step, operation, temporary) = (plan[index], operations[index], temporaries[index])
+                    group.addTask {
+                        do throws(ProviderError) {
+                            try await self.perform(step, operation: operation, temporary: temporary, context: context)
+                            return (index, nil)
+                        } catch {
+                            return (index, error)
+                        }
+                    }
+                    running += 1
+                }
+            }
+            startReady()
+            while let (index, error) = await group.next() {
+                running -= 1
+                if let error {
+                    report.skipped += schedule.finished(index, .failed).count
+                    handle(error, of: plan[index], operation: operations[index], temporary: temporaries[index],
+                           context: context, report: &report)
+                } else {
+                    schedule.finished(index, .succeeded)
+                    report.succeeded += 1
+                    if case .conflictCopy(let copy) = plan[index] { report.conflicts.append((copy.path, copy.copy)) }
+                    if let failure = context.failures[plan[index].path] {
+                        try? provider.state.apply([.completeOperation(failure.id)])
+                    }
+                }
+                startReady()
+            }
+        }
+        // Steps that never started hold nothing: their journal entries go.
+        let unstarted = plan.indices.filter { schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped }
+        report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
+        try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
+        return report
+    }
+
+    private func journal(_ plan: [SyncAction], temporaries: [URL?]) throws(ProviderError) -> [Int64?] {
+        let now = provider.clock.now()
+        let indices = plan.indices.filter { plan[$0].doesIO }
+        let encoder = JSONEncoder()
+        let entries = indices.map { index in
+            let entry = JournalEntry(step: plan[index].stepName, path: plan[index].path, temporary: temporaries[index]?.path)
+            return PendingOperation(itemID: plan[index].itemID, kind: plan[index].stepName,
+                                    payload: (try? encoder.encode(entry)) ?? Data(), createdAt: now)
+        }
+        let ids = try provider.state.journal(entries)
+        var result = [Int64?](repeating: nil, count: plan.count)
+        for (index, id) in zip(indices, ids) { result[index] = id }
+        return result
+    }
+
+    /// Books a failed step: the domain parks, the item backs off, or the next plan decides.
+    private func handle(_ error: ProviderError, of step: SyncAction, operation: Int64?, temporary: URL?,
+                        context: Context, report: inout RunReport) {
+        if let temporary { removeTemporary(temporary.path) }
+        var changes: [StateChange] = []
+        switch error.disposition {
+        case .parkDomain:
+            report.parked = report.parked ?? error
+            logger.warning("\(step.stepName) \(step.path): \(error.message)")
+            if let operation { changes.append(.completeOperation(operation)) }
+        case .resolve:
+            logger.info("\(step.stepName) \(step.path): \(error.message)")
+            if let operation { changes.append(.completeOperation(operation)) }
+        case .retry, .skipItem:
+            report.failed.append((step.path, error))
+            let previous = context.failures[step.path]
+            let attempts = (previous?.attempts ?? 0) + 1
+            let delay = min(3600.0, 10.0 * pow(2.0, Double(attempts - 1)))
+            let notBefore = provider.clock.now().addingTimeInterval(delay)
+            logger.warning("\(step.stepName) \(step.path) failed (attempt \(attempts), next try in \(Int(delay)) s): \(error.description)")
+            // One journal entry per item in error: the older one carries the attempt count.
+            if let previous {
+                changes.append(.failOperation(previous.id, error: error.description, notBefore: notBefore))
+                if let operation { changes.append(.completeOperation(operation)) }
+            } else if let operation {
+                changes.append(.failOperation(operation, error: error.description, notBefore: notBefore))
+            }
+        }
+        do { try provider.state.apply(changes) } catch {
+            logger.error("cannot record the failure of \(step.stepName) \(step.path): \(error.description)")
+        }
+    }
+}
+
+extension SyncAction {
+    /// A short name for logs and the journal.
+    var stepName: String {
+        switch self {
+        case .createRemoteFolder: "create-remote-folder"
+        case .upload: "upload"
+        case .createRemoteSymlink: "create-remote-symlink"
+        case .moveRemote: "move-remote"
+        case .deleteRemote: "delete-remote"
+        case .createLocalFolder: "create-local-folder"
+        case .download: "download"
+        case .createLocalSymlink: "create-local-symlink"
+        case .moveLocal: "move-local"
+        case .deleteLocal: "delete-local"
+        case .conflictCopy: "conflict-copy"
+        case .compareContents: "compare-contents"
+        case .record: "record"
+        case .forget: "forget"
+        case .remoteNameWins: "remote-name-wins"
+        }
+    }
+
+    /// True for steps that touch either side (and so are journaled).
+    var doesIO: Bool {
+        switch self {
+        case .record, .forget, .remoteNameWins: false
+        default: true
+        }
+    }
+
+    /// True for steps that write a temporary file in the sync folder.
+    var needsTemporary: Bool {
+        switch self {
+        case .download, .compareContents, .createLocalSymlink: true
+        default: false
+        }
+    }
+
+    var itemID: ItemIdentifier? {
+        switch self {
+        case .createRemoteFolder(_, let item), .upload(_, _, _, let item), .createRemoteSymlink(_, _, _, let item),
+             .createLocalFolder(_, let item), .download(_, _, _, let item), .createLocalSymlink(_, _, _, let item),
+             .compareContents(_, _, _, let item, _), .record(let item, _, _, _, _):
+            item
+        case .moveRemote(_, _, _, let item), .deleteRemote(_, _, let item), .moveLocal(_, _, _, let item),
+             .deleteLocal(_, _, let item), .forget(let item), .remoteNameWins(let item, _, _):
+            item
+        case .conflictCopy(let conflict):
+            conflict.item
+        }
+    }
+}

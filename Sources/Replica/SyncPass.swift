@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import SyncEngine
+
+/// What one pass did.
+public struct PassResult: Sendable {
+    /// The steps the plan had; 0 means both sides already agreed.
+    public var steps: Int
+    public var report: RunReport
+    /// Local names the scan could not sync (not UTF-8, too long), with why.
+    public var skippedNames: [(path: String, reason: String)]
+}
+
+/// One reconciliation of a domain: clean up after earlier passes, scan the sync folder,
+/// walk the remote, decide three ways per item, and carry the plan out.
+public struct SyncPass: Sendable {
+    public let runner: PlanRunner
+    public let scanner: LocalScanner
+    /// This machine's name, for conflict-copy names.
+    public let host: String
+    let logger: Logger
+
+    public init(runner: PlanRunner, scanner: LocalScanner, host: String = SyncPass.hostName(), logger: Logger) {
+        self.runner = runner
+        self.scanner = scanner
+        self.host = host
+        self.logger = logger
+    }
+
+    /// Runs one pass. Throws when a side cannot be read (the sync folder is missing, the
+    /// server is unreachable): nothing is decided from a partial view.
+    public func run() async throws(ProviderError) -> PassResult {
+        let provider = runner.provider
+        let failures = try runner.recover()
+        let scan = try scanner.scan()
+        let batch = try await provider.changes(since: try provider.state.syncAnchor())
+        let base = try provider.state.allItems()
+        var local: [RemotePath: LocalObservation] = [:]
+        local.reserveCapacity(scan.entries.count)
+        for (path, entry) in scan.entries {
+            local[path] = LocalObservation(kind: entry.kind, size: entry.stat.size, stat: entry.stat,
+                                           symlinkTarget: entry.symlinkTarget)
+        }
+        let plan = Reconciler.plan(base: base, local: local, remote: batch.snapshot, now: provider.clock.now(), host: host)
+        guard !plan.isEmpty else { return PassResult(steps: 0, report: RunReport(), skippedNames: scan.skipped) }
+        logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
+        let context = PlanRunner.Context(remote: batch.snapshot, recorded: Reconciler.paths(of: base), failures: failures)
+        let report = try await runner.run(plan, context: context)
+        return PassResult(steps: plan.count, report: report, skippedNames: scan.skipped)
+    }
+
+    /// `3 upload, 1 download` — the plan's steps counted by kind.
+    static func summary(of plan: [SyncAction]) -> String {
+        var counts: [String: Int] = [:]
+        for step in plan { counts[step.stepName, default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+    }
+
+    /// The short host name (up to the first dot), for conflict-copy names.
+    public static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "linux" }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        let name = String(decoding: bytes, as: UTF8.self).split(separator: ".").first.map(String.init) ?? ""
+        return name.isEmpty ? "linux" : name
+    }
+}

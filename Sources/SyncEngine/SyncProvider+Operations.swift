@@ -1,0 +1,132 @@
+import Foundation
+
+/// The remote steps of a reconciliation plan, at the paths the plan decided. Each one does
+/// its remote write, then records the result and completes its journal entry in one
+/// transaction (`operation`, nil when the caller journals nothing).
+extension SyncProvider {
+    /// Uploads the local file `contents` to `path`, guarded by `condition`, and records the
+    /// item with `source` as its local stat. The store refuses a source that changes while
+    /// it is read.
+    @discardableResult
+    public func upload(_ contents: URL, to path: RemotePath, condition: WriteCondition, source: LocalStat,
+                       item: ItemIdentifier?, operation: Int64?,
+                       progress: TransferProgress? = nil) async throws(ProviderError) -> ItemRecord {
+        let entry = try await store.upload(from: contents, to: path, condition: condition, progress: progress)
+        return try record(at: path, item: item, kind: .file, remote: entry, local: source, operation: operation)
+    }
+
+    /// Creates the remote folder at `path`; a folder already there counts as done (a replay,
+    /// or the same folder made on both sides).
+    @discardableResult
+    public func makeRemoteFolder(at path: RemotePath, item: ItemIdentifier?, local: LocalStat?,
+                                 operation: Int64?) async throws(ProviderError) -> ItemRecord {
+        let entry: RemoteEntry
+        do {
+            entry = try await store.makeFolder(at: path)
+        } catch where error.code == .filenameCollision {
+            let existing = try await store.entry(at: path)
+            guard existing.kind == .folder else { throw error }
+            entry = existing
+        }
+        return try record(at: path, item: item, kind: .folder, remote: entry, local: local, operation: operation)
+    }
+
+    /// Creates or replaces the remote symlink at `path`, guarded by `condition`.
+    @discardableResult
+    public func makeRemoteSymlink(at path: RemotePath, target: String, condition: WriteCondition, source: LocalStat?,
+                                  item: ItemIdentifier?, operation: Int64?) async throws(ProviderError) -> ItemRecord {
+        let entry = try await store.makeSymlink(at: path, target: target, condition: condition)
+        return try record(at: path, item: item, kind: .symlink, remote: entry, local: source,
+                          symlinkTarget: target, operation: operation)
+    }
+
+    /// Moves the remote item (a folder with its subtree) and records its new place. The
+    /// recorded remote version stays the base one: a move is not an edit, and an edit the
+    /// remote made meanwhile must still be seen as one by the next step.
+    @discardableResult
+    public func moveRemote(from source: RemotePath, to destination: RemotePath, version: ETag?,
+                           item: ItemIdentifier, operation: Int64?) async throws(ProviderError) -> ItemRecord {
+        guard var record = try state.item(item) else {
+            throw ProviderError(.noSuchItem, "item \(item) is not known to the engine")
+        }
+        let entry = try await store.move(source, to: destination, version: version)
+        record.parentID = try requireParent(of: destination)
+        record.name = destination.name
+        if record.remoteFileID != nil, let id = entry.fileID { record.remoteFileID = id }
+        try commit([.upsert(record)], completing: operation, foldersChanged: record.kind == .folder)
+        return record
+    }
+
+    /// Deletes the remote item and forgets it. A folder is deleted only when everything the
+    /// server holds below it is something recorded, unchanged (folder ETags do not follow
+    /// their contents on Apache, so its own version proves nothing); otherwise, and when the
+    /// item itself changed, the delete is rejected (`deletionRejected`) and nothing happens.
+    public func deleteRemote(_ path: RemotePath, version: ETag?, item: ItemIdentifier,
+                             operation: Int64?) async throws(ProviderError) {
+        guard let record = try state.item(item) else {
+            try await deleteIfPresent(path, version: version)
+            try commit([], completing: operation, foldersChanged: false)
+            return
+        }
+        if record.kind == .folder { try await requireSubtreeUnchanged(at: path, of: record) }
+        try await deleteIfPresent(path, version: version)
+        try forget(item, operation: operation)
+    }
+
+    private func deleteIfPresent(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+        do {
+            try await store.delete(path, version: version)
+        } catch where error.code == .noSuchItem {
+            return  // gone already: a replay, or deleted there too
+        } catch where error.code == .versionMismatch {
+            throw ProviderError(.deletionRejected, "\(path) changed on the server since it was last synced; it is kept and will be brought back",
+                                underlying: error.message)
+        }
+    }
+
+    /// Throws `deletionRejected` unless every remote entry below `path` is recorded below
+    /// `folder` at the same place, of the same kind and (files, symlinks) the same version.
+    func requireSubtreeUnchanged(at path: RemotePath, of folder: ItemRecord) async throws(ProviderError) {
+        let entries: [RemoteEntry]
+        do { entries = try await store.descendants(of: path) } catch where error.code == .noSuchItem { return }
+        var recorded: [RemotePath: ItemRecord] = [:]
+        var pending: [(ItemIdentifier, RemotePath)] = [(folder.id, path)]
+        while let (id, at) = pending.popLast() {
+            for child in try state.children(of: id) {
+                let childPath = at.child(child.name)
+                recorded[childPath] = child
+                if child.kind == .folder { pending.append((child.id, childPath)) }
+            }
+        }
+        for entry in entries {
+            guard let known = recorded[entry.path], Placement.compatible(known.kind, remoteKind: entry.kind) else {
+                throw ProviderError(.deletionRejected, "\(entry.path) was added on the server; the folder \(path) is kept")
+            }
+            if known.kind != .folder, !(entry.etag.map { e in known.remoteETag.map(e.sameValue(as:)) ?? false } ?? false) {
+                throw ProviderError(.deletionRejected, "\(entry.path) changed on the server; the folder \(path) is kept")
+            }
+        }
+    }
+
+    /// Downloads the file at `path` into `destination` (a new file the caller owns, fsynced),
+    /// only if it still has `version`. Returns the version the bytes belong to.
+    public func download(_ path: RemotePath, version: ETag?, into destination: URL,
+                         progress: TransferProgress? = nil) async throws(ProviderError) -> ETag? {
+        try await store.download(path, range: nil, version: version, to: destination, progress: progress)
+    }
+}
+
+extension SyncProvider {
+    /// Records that the replica moved the item to `path` locally (the remote already has it
+    /// there). Its recorded versions stay the base ones.
+    @discardableResult
+    public func recordMove(of item: ItemIdentifier, to path: RemotePath, operation: Int64?) throws(ProviderError) -> ItemRecord {
+        guard var record = try state.item(item) else {
+            throw ProviderError(.noSuchItem, "item \(item) is not known to the engine")
+        }
+        record.parentID = try requireParent(of: path)
+        record.name = path.name
+        try commit([.upsert(record)], completing: operation, foldersChanged: record.kind == .folder)
+        return record
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// The File Provider calls, which find remote paths from the state DB and then run the
+/// same guarded steps a reconciliation plan runs.
+extension SyncProvider: ReplicatedProvider {
+    public func item(for id: ItemIdentifier) async throws(ProviderError) -> Item {
+        guard let record = try state.item(id) else {
+            throw ProviderError(.noSuchItem, "item \(id) is not known to the engine")
+        }
+        return Item(record: record, path: try requirePath(of: id))
+    }
+
+    public func createItem(basedOn template: ItemTemplate, contents: URL?,
+                           progress: TransferProgress?) async throws(ProviderError) -> Item {
+        let path = try requirePath(of: template.parentID).appending(template.name)
+        let record = try await write(template, at: path, condition: .mustNotExist, contents: contents, progress: progress)
+        return Item(record: record, path: path)
+    }
+
+    public func modifyItem(_ template: ItemTemplate, baseVersion: ItemVersion, changedFields: ItemFields,
+                           contents: URL?, progress: TransferProgress?) async throws(ProviderError) -> Item {
+        guard let id = template.id, let current = try state.item(id) else {
+            throw ProviderError(.noSuchItem, "modifyItem needs an item the engine knows")
+        }
+        var path = try requirePath(of: id)
+        if !changedFields.isDisjoint(with: [.filename, .parentItemIdentifier]) {
+            let destination = try requirePath(of: template.parentID).appending(template.name)
+            if destination != path {
+                try await moveRemote(from: path, to: destination, version: current.kind == .folder ? nil : baseVersion.content,
+                                     item: id, operation: nil)
+                path = destination
+            }
+        }
+        guard changedFields.contains(.contents), current.kind != .folder else {
+            return try await item(for: id)
+        }
+        guard let base = baseVersion.content else {
+            throw ProviderError(.versionMismatch, "\(path) has no remote version to base a modification on")
+        }
+        let record = try await write(template, at: path, condition: .mustMatch(base), contents: contents, progress: progress)
+        return Item(record: record, path: path)
+    }
+
+    public func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion) async throws(ProviderError) {
+        guard let record = try state.item(id) else { return }
+        let path = try requirePath(of: id)
+        try await deleteRemote(path, version: record.kind == .folder ? nil : baseVersion.content, item: id, operation: nil)
+    }
+
+    public func fetchContents(for id: ItemIdentifier, version: ItemVersion?, into destination: URL,
+                              progress: TransferProgress?) async throws(ProviderError) -> FetchResult {
+        let path = try requirePath(of: id)
+        let etag = try await download(path, version: version?.content, into: destination, progress: progress)
+        return FetchResult(contents: destination, version: ItemVersion(content: etag ?? version?.content))
+    }
+
+    public func fetchPartialContents(for id: ItemIdentifier, version: ItemVersion, minimalRange: ByteRange,
+                                     alignment: Int64, into destination: URL,
+                                     progress: TransferProgress?) async throws(ProviderError) -> PartialFetchResult {
+        guard alignment > 0, alignment & (alignment - 1) == 0 else {
+            throw ProviderError(.cannotSynchronize, "the alignment \(alignment) is not a power of two")
+        }
+        guard let record = try state.item(id), let content = version.content else {
+            throw ProviderError(.noSuchItem, "item \(id) has no remote version to fetch")
+        }
+        let range = minimalRange.aligned(to: alignment, fileSize: record.size)
+        let path = try requirePath(of: id)
+        do {
+            _ = try await store.download(path, range: range, version: content, to: destination, progress: progress)
+        } catch where error.code == .versionMismatch {
+            throw ProviderError(.versionNoLongerAvailable, "\(path) changed on the server; version \(content) is gone",
+                                underlying: error.message)
+        }
+        return PartialFetchResult(contents: destination, range: range, version: version)
+    }
+
+    public func changes(since anchor: SyncAnchor?) async throws(ProviderError) -> ChangeBatch {
+        let entries = try await store.descendants(of: .root)
+        var snapshot: [RemotePath: RemoteEntry] = [:]
+        snapshot.reserveCapacity(entries.count)
+        for entry in entries { snapshot[entry.path] = entry }
+        let tree = BaseTree(try state.allItems())
+        var updated: [RemoteEntry] = []
+        var deleted: [ItemIdentifier] = []
+        var recorded: Set<RemotePath> = []
+        for index in tree.indices {
+            let record = tree[index], path = tree.paths[index]
+            recorded.insert(path)
+            guard let entry = snapshot[path] else {
+                if record.remoteETag != nil || record.kind == .folder { deleted.append(record.id) }
+                continue
+            }
+            let same = record.kind == .folder || (entry.etag.map { e in record.remoteETag.map(e.sameValue(as:)) ?? false } ?? false)
+            if !same || !Placement.compatible(record.kind, remoteKind: entry.kind) { updated.append(entry) }
+        }
+        updated += entries.filter { !recorded.contains($0.path) }
+        // Without server-side change tracking (Apache has no sync-collection) the state DB is
+        // what the anchor stands for: a batch is always relative to what was recorded.
+        let next = SyncAnchor("walk:\(Int64(clock.now().timeIntervalSince1970 * 1000)):\(entries.count)")
+        try state.apply([.setSyncAnchor(next)])
+        return ChangeBatch(snapshot: snapshot, updated: updated, deleted: deleted, anchor: next)
+    }
+
+    /// Creates or replaces `template` at `path` under `condition`.
+    private func write(_ template: ItemTemplate, at path: RemotePath, condition: WriteCondition, contents: URL?,
+                       progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
+        switch template.kind {
+        case .folder:
+            return try await makeRemoteFolder(at: path, item: template.id, local: template.local, operation: nil)
+        case .symlink:
+            return try await makeRemoteSymlink(at: path, target: template.symlinkTarget ?? "", condition: condition,
+                                               source: template.local, item: template.id, operation: nil)
+        case .file, .bundle:
+            guard let contents, let local = template.local else {
+                throw ProviderError(.cannotSynchronize, "\(path): a file needs its contents and their local stat")
+            }
+            return try await upload(contents, to: path, condition: condition, source: local, item: template.id,
+                                    operation: nil, progress: progress)
+        }
+    }
+}

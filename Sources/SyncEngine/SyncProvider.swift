@@ -1,0 +1,117 @@
+// Durability contract: every remote write is followed by one `StateStore.apply` that records
+// its result and completes its journal entry together. A crash between the write and the
+// apply leaves the journal entry and the old row: the next reconciliation sees a side that
+// changed without a record and decides again (comparing contents where both sides hold a
+// file), so nothing is written twice over data it did not see.
+
+import Foundation
+
+/// The engine: the File Provider's replicated extension over a `RemoteStore` and a
+/// `StateStore`. It never touches the sync folder; the replica hands it files to upload and
+/// names the files it downloads into.
+///
+/// Two surfaces: the `ReplicatedProvider` calls, which find an item's remote path from the
+/// state DB (what the watcher uses), and the path-explicit operations of
+/// `SyncProvider+Operations.swift`, which carry out the steps of a reconciliation plan at the
+/// paths the plan decided. Both record through `record(at:…)`.
+///
+/// Isolation: safe to call from many tasks at once; the state store serialises writes.
+public final class SyncProvider: Sendable {
+    public let store: any RemoteStore
+    public let state: any StateStore
+    public let clock: any SyncClock
+    let folders = FolderIndex()
+
+    public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock()) {
+        self.store = store
+        self.state = state
+        self.clock = clock
+    }
+
+    // MARK: Paths and identities
+
+    /// The identifier of the item recorded at `path`, or nil when none is.
+    public func itemID(at path: RemotePath) throws(ProviderError) -> ItemIdentifier? {
+        if path.isRoot { return .root }
+        if let known = folders.id(at: path) { return known }
+        guard let parent = try itemID(at: path.parent), let record = try state.item(parent: parent, name: path.name) else {
+            return nil
+        }
+        if record.kind == .folder { folders.remember(record.id, at: path) }
+        return record.id
+    }
+
+    /// The recorded path of `id`; nil when it is unknown or its parent chain is broken.
+    public func path(of id: ItemIdentifier) throws(ProviderError) -> RemotePath? {
+        var names: [String] = []
+        var cursor = id
+        while cursor != .root {
+            guard let record = try state.item(cursor), let parent = record.parentID, names.count < 4096 else { return nil }
+            names.append(record.name)
+            cursor = parent
+        }
+        return try? RemotePath(names.reversed())
+    }
+
+    func requirePath(of id: ItemIdentifier) throws(ProviderError) -> RemotePath {
+        guard let path = try path(of: id) else {
+            throw ProviderError(.noSuchItem, "item \(id) is not known to the engine")
+        }
+        return path
+    }
+
+    func requireParent(of path: RemotePath) throws(ProviderError) -> ItemIdentifier {
+        guard let parent = try itemID(at: path.parent) else {
+            throw ProviderError(.parentMissing, "the folder \(path.parent) of \(path) is not recorded yet")
+        }
+        return parent
+    }
+
+    // MARK: Recording
+
+    /// Records that both sides hold the item at `path` with these versions, and completes
+    /// `operation`, in one transaction. The row is `item`'s, else the row already at `path`
+    /// of the same kind (a replay), else a new one.
+    @discardableResult
+    public func record(at path: RemotePath, item: ItemIdentifier?, kind: ItemKind, remote: RemoteEntry?,
+                       local: LocalStat?, symlinkTarget: String? = nil,
+                       operation: Int64?) throws(ProviderError) -> ItemRecord {
+        let parent = try requireParent(of: path)
+        var existing = try item.flatMap { id throws(ProviderError) in try state.item(id) }
+        if existing == nil, let there = try state.item(parent: parent, name: path.name), there.kind == kind {
+            existing = there
+        }
+        let id = existing?.id ?? item ?? ItemIdentifier(UUID().uuidString)
+        let record = ItemRecord(id: id, parentID: parent, name: path.name, kind: kind,
+                                size: kind == .folder ? 0 : remote?.size ?? local?.size ?? 0,
+                                remoteETag: remote?.etag, remoteFileID: remote?.fileID,
+                                symlinkTarget: kind == .symlink ? symlinkTarget ?? remote?.symlinkTarget : nil,
+                                contentHash: nil, local: local, materialization: .materialized,
+                                pinState: existing?.pinState ?? .inherited)
+        let moved = existing.map { $0.parentID != parent || !$0.name.utf8.elementsEqual(path.name.utf8) } ?? false
+        try commit([.upsert(record)], completing: operation, foldersChanged: moved && kind == .folder)
+        return record
+    }
+
+    /// Removes the row of `id` and its subtree, completing `operation`.
+    public func forget(_ id: ItemIdentifier, operation: Int64?) throws(ProviderError) {
+        try commit([.remove(id)], completing: operation, foldersChanged: true)
+    }
+
+    /// Applies `changes` and completes `operation` in one transaction.
+    func commit(_ changes: [StateChange], completing operation: Int64?, foldersChanged: Bool) throws(ProviderError) {
+        try state.apply(changes + (operation.map { [.completeOperation($0)] } ?? []))
+        if foldersChanged { folders.forgetAll() }
+    }
+}
+
+/// Folder path → identifier, remembered between lookups; forgotten whole when any folder
+/// moves or goes away. Plans upload thousands of files into a few folders.
+final class FolderIndex: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids: [RemotePath: ItemIdentifier] = [:]
+
+    func id(at path: RemotePath) -> ItemIdentifier? { lock.withLock { ids[path] } }
+    func remember(_ id: ItemIdentifier, at path: RemotePath) { lock.withLock { ids[path] = id } }
+    func forgetAll() { lock.withLock { ids.removeAll() } }
+}
