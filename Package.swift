@@ -60,6 +60,10 @@ let package = Package(
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
+        .testTarget(name: "SyncScenarioTests", dependencies: [
+            "SyncEngine", "SyncModel", "Replica", "StateDatabase", "WebDAV", "LocalStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "RemoteStoreContractTests", dependencies: [
             "SyncEngine", "SyncModel", "WebDAV", "LocalStore",
         ]),

@@ -117,9 +117,34 @@ struct Placement {
         let entries = remote.compactMap { path, e in
             key(kind: e.kind, size: e.size, etag: e.etag, fileID: e.fileID).map { (path, $0) }
         }
-        return unique(keys, entries).filter { index, path in
+        let located = unique(keys, entries).filter { index, path in
             remote[path].map { compatible(tree[index].kind, remoteKind: $0.kind) } ?? false
         }
+        return byFileID ? located : locatingFolders(tree, remote, from: located)
+    }
+
+    /// Without file ids a folder has no identity of its own (Apache's folder ETags change
+    /// with their entries). A folder whose located contents all moved into one folder that
+    /// no record holds, while its own place is gone, moved there: one move, not a move per
+    /// file. Deepest folders first, so a moved folder inside a moved folder counts too.
+    static func locatingFolders(_ tree: BaseTree, _ remote: [RemotePath: RemoteEntry],
+                                from located: [Int: RemotePath]) -> [Int: RemotePath] {
+        var located = located
+        var children: [Int: [Int]] = [:]
+        for index in tree.indices { if let parent = tree.parents[index] { children[parent, default: []].append(index) } }
+        let recordedPaths = Set(tree.paths)
+        let folders = tree.indices.filter { tree[$0].kind == .folder && remote[tree.paths[$0]] == nil }
+        for folder in folders.sorted(by: { tree.paths[$0].components.count > tree.paths[$1].components.count }) {
+            let places = Set((children[folder] ?? []).compactMap { child in
+                located[child].map { path in path.parent }
+            })
+            guard places.count == 1, let place = places.first, !place.isRoot, !recordedPaths.contains(place),
+                  remote[place]?.kind == .folder,
+                  (children[folder] ?? []).allSatisfy({ located[$0] == nil || located[$0]!.name == tree[$0].name }),
+                  !located.values.contains(place) else { continue }
+            located[folder] = place
+        }
+        return located
     }
 
     /// What identifies a remote item across a move: its file id, else its ETag and size.

@@ -71,15 +71,21 @@ final class CommandLineTests {
         #expect(result.errors.contains(".config/tidesync/config.toml"))
     }
 
-    @Test("run --once on a local-directory domain opens its state DB and lists both sides")
+    @Test("run --once syncs both ways, exits 0 when both sides agree, and a second run has nothing to do")
     func runOnce() throws {
         for folder in ["Cloud", "store"] { try FileManager.default.createDirectory(atPath: home + "/" + folder, withIntermediateDirectories: true) }
-        try Data("x".utf8).write(to: URL(fileURLWithPath: home + "/store/a.txt"))
+        try Data("from the store".utf8).write(to: URL(fileURLWithPath: home + "/store/a.txt"))
+        try Data("from here".utf8).write(to: URL(fileURLWithPath: home + "/Cloud/b.txt"))
         try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store\"\n")
         let result = try Binary.run(["run", "--once"], home: home)
         #expect(result.status == 0, "\(result.errors)")
-        #expect(result.errors.contains("1 remote item(s)"))
+        #expect(result.errors.contains("both sides agree"))
+        #expect(try String(contentsOfFile: home + "/Cloud/a.txt", encoding: .utf8) == "from the store")
+        #expect(try String(contentsOfFile: home + "/store/b.txt", encoding: .utf8) == "from here")
         #expect(FileManager.default.fileExists(atPath: home + "/.state/tidesync/home.sqlite"))
+        let again = try Binary.run(["run", "--once"], home: home)
+        #expect(again.status == 0, "\(again.errors)")
+        #expect(!again.errors.contains("step(s)"))
     }
 
     @Test("run names a missing store folder instead of reporting an empty remote")

@@ -50,16 +50,12 @@ struct RenameDetectionTests {
         #expect(w.plan() == [.moveLocal(from: p("x.txt"), to: p("y.txt"), expected: w.stat("x.txt"), item: w.id("x.txt"))])
     }
 
-    @Test("without file ids a remote folder rename moves each file, downloads nothing, deletes the old folder last")
+    @Test("without file ids a remote folder rename is one local move, inferred from its files")
     func remoteFolderRenameWithoutIDs() {
         var w = Self.world(files: 3, fileIDs: false)
         w.moveRemote("d", "e")
         let plan = w.plan()
-        #expect(plan.first == .createLocalFolder(p("e"), item: nil))
-        #expect(plan.last == .deleteLocal(p("d"), expected: w.stat("d"), item: w.id("d")))
-        let moves = plan.filter { if case .moveLocal = $0 { true } else { false } }
-        #expect(moves.count == 3)
-        #expect(!plan.contains { if case .download = $0 { true } else { false } })
+        #expect(plan == [.moveLocal(from: p("d"), to: p("e"), expected: w.stat("d"), item: w.id("d"))])
         Self.expectRuns(plan, on: w)
     }
 

@@ -1,0 +1,219 @@
+import Foundation
+import Replica
+import SyncEngine
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Change a side, sync, both sides and the DB agree — against every available store.
+@Suite("sync scenarios")
+struct SyncScenarioTests {
+    static let longName = String(repeating: "n", count: 251) + ".txt"
+
+    @Test("initial upload of a nested tree with awkward names, an empty file and a symlink", arguments: Remote.available)
+    func initialUpload(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("a/b/c/deep.txt", "deep")
+            try world.write("a/top.txt", "top")
+            try world.write("with space/ümlaut café.txt", "names")
+            try world.write("a/b/" + Self.longName, "long")
+            try world.write("empty", "")
+            try FileManager.default.createDirectory(atPath: world.local("empty folder"), withIntermediateDirectories: true)
+            #expect(symlink("../outside/target", world.local("a/link")) == 0)
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.onServer("a/b/c/deep.txt")) == "deep")
+            #expect(try await world.pass.run().steps == 0)
+        }
+    }
+
+    @Test("initial download of a nested tree made on the server", arguments: Remote.available)
+    func initialDownload(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.writeOnServer("x/y/z/deep.txt", "from the server")
+            try world.writeOnServer("name with # and %.txt", "odd")
+            try world.writeOnServer("naïve/" + Self.longName, "long")
+            try world.makeServerFolder("empty")
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.local("x/y/z/deep.txt")) == "from the server")
+        }
+    }
+
+    @Test("edits go both ways, same-size in-place edits too", arguments: Remote.available)
+    func edits(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("doc.txt", "version 1")
+            try world.write("same.txt", "AAAA")
+            try world.writeOnServer("theirs.txt", "server 1")
+            try await world.sync()
+            try world.write("doc.txt", "version 2, longer")
+            // In place, same size: only the bytes and the mtime change.
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: world.local("same.txt")))
+            try handle.write(contentsOf: Data("BBBB".utf8))
+            try handle.close()
+            try world.writeOnServer("theirs.txt", "server 2")  // same size as before
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.onServer("doc.txt")) == "version 2, longer")
+            #expect(SyncWorld.read(world.onServer("same.txt")) == "BBBB")
+            #expect(SyncWorld.read(world.local("theirs.txt")) == "server 2")
+        }
+    }
+
+    @Test("deletes go both ways, files and folders", arguments: Remote.available)
+    func deletes(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            for name in ["l.txt", "r.txt", "lf/1.txt", "lf/sub/2.txt", "rf/1.txt"] { try world.write(name, name) }
+            try await world.sync()
+            try FileManager.default.removeItem(atPath: world.local("l.txt"))
+            try FileManager.default.removeItem(atPath: world.local("lf"))
+            try FileManager.default.removeItem(atPath: world.onServer("r.txt"))
+            try FileManager.default.removeItem(atPath: world.onServer("rf"))
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.tree(world.localRoot).isEmpty)
+        }
+    }
+
+    @Test("a local rename of a file and of a folder of 500 files is one move on the server", arguments: Remote.available)
+    func localRenames(remote: Remote) async throws {
+        try await withWorld(remote, transfers: 8) { world in
+            for index in 0..<500 { try world.write("big/f\(index).txt", "file \(index)") }
+            try world.write("one.txt", "one")
+            try await world.sync()
+            let folderInode = world.serverInode("big"), fileInode = world.serverInode("big/f7.txt")
+            let oneInode = world.serverInode("one.txt")
+            #expect(rename(world.local("big"), world.local("renamed big")) == 0)
+            try FileManager.default.createDirectory(atPath: world.local("sub"), withIntermediateDirectories: true)
+            #expect(rename(world.local("one.txt"), world.local("sub/two.txt")) == 0)
+            let passes = try await world.sync()
+            try await world.expectAgreement()
+            // A move keeps the server's inode; a re-upload would make new ones.
+            #expect(world.serverInode("renamed big") == folderInode)
+            #expect(world.serverInode("renamed big/f7.txt") == fileInode)
+            #expect(world.serverInode("sub/two.txt") == oneInode)
+            #expect(passes.first.map { $0.steps } ?? 0 <= 3)
+        }
+    }
+
+    @Test("a remote rename of a folder of 500 files is one local move", arguments: Remote.available)
+    func remoteRenames(remote: Remote) async throws {
+        try await withWorld(remote, transfers: 8) { world in
+            for index in 0..<500 { try world.writeOnServer("box/f\(index).txt", "file \(index)") }
+            try await world.sync()
+            let inode = world.localInode("box/f42.txt")
+            #expect(rename(world.onServer("box"), world.onServer("moved box")) == 0)
+            let passes = try await world.sync()
+            try await world.expectAgreement()
+            #expect(world.localInode("moved box/f42.txt") == inode)
+            #expect(passes.first.map { $0.steps } ?? 0 == 1)
+        }
+    }
+
+    @Test("a change deep in the server's tree is found (no pruning by folder ETags)", arguments: Remote.available)
+    func deepServerChange(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("a/b/c/d/e.txt", "old")
+            try world.write("a/b/c/d/other.txt", "x")
+            try await world.sync()
+            try await Task.sleep(for: .milliseconds(1100))
+            try world.writeOnServer("a/b/c/d/e.txt", "new!")
+            try world.writeOnServer("a/b/c/d/added.txt", "added")
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.local("a/b/c/d/e.txt")) == "new!")
+        }
+    }
+
+    @Test("changes made while no pass ran are found by the next one", arguments: Remote.available)
+    func offlineChanges(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("keep.txt", "1")
+            try world.write("gone.txt", "1")
+            try await world.sync()
+            try world.write("keep.txt", "22")
+            try world.write("new/one.txt", "new")
+            try FileManager.default.removeItem(atPath: world.local("gone.txt"))
+            try world.writeOnServer("server new.txt", "s")
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.onServer("keep.txt")) == "22")
+            #expect(SyncWorld.read(world.onServer("gone.txt")) == nil)
+        }
+    }
+
+    @Test("a symlink is synced as a symlink and never followed out of the root", arguments: Remote.available)
+    func symlinks(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            let outside = world.scratch + "/outside"
+            try SyncWorld.write(outside + "/secret.txt", "never synced")
+            #expect(symlink(outside, world.local("escape")) == 0)
+            #expect(symlink("/etc/hostname", world.local("abs")) == 0)
+            try await world.sync()
+            try await world.expectAgreement()
+            let entries = try await world.store.descendants(of: .root)
+            #expect(entries.count == 2)
+            #expect(entries.allSatisfy { $0.kind == .symlink })
+            // A second client gets the links back as links.
+            try FileManager.default.removeItem(atPath: world.local("escape"))
+            try FileManager.default.removeItem(atPath: world.local("abs"))
+            let escape = try world.provider.itemID(at: RemotePath(["escape"]))
+            let abs = try world.provider.itemID(at: RemotePath(["abs"]))
+            try world.database.apply([.remove(try #require(escape)), .remove(try #require(abs))])
+            try await world.sync()
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: world.local("escape")) == outside)
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("a file that vanishes between the scan and its upload is no error and is not uploaded", arguments: Remote.available)
+    func vanishing(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("stays.txt", "s")
+            try world.write("vanishes.txt", "v")
+            let scan = try world.pass.scanner.scan()
+            let local = scan.entries.mapValues { LocalObservation(kind: $0.kind, size: $0.stat.size, stat: $0.stat) }
+            let plan = Reconciler.plan(base: try world.database.allItems(), local: local, remote: [:], now: Date(), host: "h")
+            try FileManager.default.removeItem(atPath: world.local("vanishes.txt"))
+            let report = try await world.pass.runner.run(plan, context: .init(remote: [:], recorded: [:], failures: [:]))
+            #expect(report.failed.isEmpty)
+            #expect(report.succeeded == 1)
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.onServer("vanishes.txt")) == nil)
+        }
+    }
+
+    @Test("edited on both sides: the local version is kept as a conflict copy", arguments: Remote.available)
+    func conflict(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("report.txt", "base")
+            try await world.sync()
+            try await Task.sleep(for: .milliseconds(1100))
+            try world.write("report.txt", "mine, longer")
+            try world.writeOnServer("report.txt", "theirs")
+            try await world.sync()
+            try await world.expectAgreement()
+            let names = SyncWorld.tree(world.localRoot).keys.sorted()
+            #expect(names.count == 2)
+            #expect(SyncWorld.read(world.local("report.txt")) == "theirs")
+            let copy = try #require(names.first { $0.hasPrefix("report (conflicted copy ") })
+            #expect(copy.hasSuffix(" testhost).txt"))
+            #expect(SyncWorld.read(world.local(copy)) == "mine, longer")
+        }
+    }
+
+    @Test("same bytes created on both sides are no conflict", arguments: Remote.available)
+    func sameBytes(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("both.txt", "identical")
+            try world.writeOnServer("both.txt", "identical")
+            try await world.sync()
+            try await world.expectAgreement()
+            #expect(SyncWorld.tree(world.localRoot).count == 1)
+        }
+    }
+}

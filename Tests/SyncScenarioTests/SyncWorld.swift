@@ -1,0 +1,260 @@
+import Foundation
+import LocalStore
+import Logging
+import Replica
+import StateDatabase
+import SyncEngine
+import Testing
+import WebDAV
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The stores the scenarios run against: the local-directory store always, the private
+/// Apache of `packaging/test.sh` when it runs.
+enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case localDirectory
+    case apache
+
+    var testDescription: String { rawValue }
+
+    static var available: [Remote] { Server.configured ? allCases : [.localDirectory] }
+}
+
+/// The private Apache (see `packaging/dav-server.sh`).
+enum Server {
+    static let environment = ProcessInfo.processInfo.environment
+    static var configured: Bool { environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
+    static var url: URL { URL(string: environment["TIDESYNC_TEST_DAV_INF_URL"]!)! }
+    static var diskRoot: String { environment["TIDESYNC_TEST_DAV_INF_ROOT"]! }
+    static var user: String { environment["TIDESYNC_TEST_DAV_USER"] ?? "" }
+    static var password: String { environment["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
+    static var owner: String? { environment["TIDESYNC_TEST_DAV_OWNER"] }
+    static var accessLog: String? { environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] }
+
+    static func endpoint(_ base: URL) throws -> WebDAVEndpoint {
+        try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
+    }
+}
+
+/// One sync domain for a scenario, in the shape of Nextcloud's FakeFolder: a local folder,
+/// a fresh remote (a temp directory, or a new collection on Apache), a state DB file, and
+/// the real engine and replica between them. Change a side, `sync()`, check both sides and
+/// the DB agree with `expectAgreement()`.
+final class SyncWorld: @unchecked Sendable {
+    let remote: Remote
+    let scratch: String
+    let localRoot: String
+    /// Where the remote's files are on disk (the server's disk for Apache).
+    let remoteDisk: String
+    let store: any RemoteStore
+    let database: StateDatabase
+    let provider: SyncProvider
+    let pass: SyncPass
+    private let collection: String?
+    private let webDAV: WebDAVStore?
+
+    init(_ remote: Remote, transfers: Int = 4) async throws {
+        self.remote = remote
+        let unique = "s-\(UUID().uuidString.prefix(8))"
+        scratch = NSTemporaryDirectory() + "tidesync-scenario-" + unique
+        localRoot = scratch + "/local"
+        try FileManager.default.createDirectory(atPath: localRoot, withIntermediateDirectories: true)
+        switch remote {
+        case .localDirectory:
+            remoteDisk = scratch + "/remote"
+            try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
+            store = LocalDirectoryStore(root: remoteDisk)
+            webDAV = nil
+            collection = nil
+        case .apache:
+            let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
+            _ = try await root.makeFolder(at: RemotePath([unique]))
+            await root.shutdown()
+            let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(unique, isDirectory: true)),
+                                    connections: 2 * transfers)
+            self.store = store
+            webDAV = store
+            collection = unique
+            remoteDisk = Server.diskRoot + "/" + unique
+        }
+        database = try StateDatabase(path: scratch + "/state.sqlite")
+        provider = SyncProvider(store: store, state: database)
+        var logger = Logger(label: "scenario")
+        logger.logLevel = .warning
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot), transfers: transfers, logger: logger)
+        pass = SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns)),
+                        host: "testhost", logger: logger)
+    }
+
+    func close() async {
+        await webDAV?.shutdown()
+        if let collection, let endpoint = try? Server.endpoint(Server.url) {
+            let root = WebDAVStore(endpoint: endpoint, connections: 1)
+            try? await root.delete(RemotePath([collection]), version: nil)
+            await root.shutdown()
+        }
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    // MARK: Changing a side
+
+    func local(_ relative: String) -> String { localRoot + "/" + relative }
+    func onServer(_ relative: String) -> String { remoteDisk + "/" + relative }
+
+    /// Writes `text` to the local file (creating folders).
+    func write(_ relative: String, _ text: String) throws { try Self.write(local(relative), text) }
+
+    /// Writes `text` straight to the remote's disk (as another client or the server's own
+    /// tools would), owned by the server's user.
+    func writeOnServer(_ relative: String, _ text: String) throws {
+        try Self.write(onServer(relative), text)
+        giveToServer(relative)
+    }
+
+    func makeServerFolder(_ relative: String) throws {
+        try FileManager.default.createDirectory(atPath: onServer(relative), withIntermediateDirectories: true)
+        giveToServer(relative)
+    }
+
+    /// Chowns what a root test made on Apache's disk (and the folders above it) to Apache's user.
+    func giveToServer(_ relative: String) {
+        guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
+        var parts = relative.split(separator: "/").map(String.init)
+        while !parts.isEmpty {
+            try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner],
+                                                   ofItemAtPath: onServer(parts.joined(separator: "/")))
+            parts.removeLast()
+        }
+    }
+
+    static func write(_ path: String, _ text: String) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func read(_ path: String) -> String? {
+        (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    // MARK: Syncing and checking
+
+    /// Runs passes until one has nothing to do; fails the test if a step failed or it takes
+    /// more than `maxPasses`. Returns the passes that did something.
+    @discardableResult
+    func sync(maxPasses: Int = 4, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [PassResult] {
+        var results: [PassResult] = []
+        for _ in 0..<maxPasses {
+            let result = try await pass.run()
+            for failure in result.report.failed {
+                Issue.record("step at \(failure.path) failed: \(failure.error)", sourceLocation: sourceLocation)
+            }
+            if let parked = result.report.parked { Issue.record("domain parked: \(parked)", sourceLocation: sourceLocation) }
+            if result.steps == 0 { return results }
+            results.append(result)
+        }
+        Issue.record("no agreement after \(maxPasses) passes", sourceLocation: sourceLocation)
+        return results
+    }
+
+    /// What a tree holds: kind and bytes (files) or target (symlinks) by relative path.
+    enum Node: Equatable, CustomStringConvertible {
+        case folder, file(String), symlink(String)
+        var description: String {
+            switch self {
+            case .folder: "folder"
+            case .file(let text): "file(\(text.prefix(40)))"
+            case .symlink(let target): "symlink(\(target))"
+            }
+        }
+    }
+
+    /// The tree below `root`, without tidesync's own lock file. Temporaries are kept, so a
+    /// leftover shows up as a difference.
+    static func tree(_ root: String) -> [String: Node] {
+        var result: [String: Node] = [:]
+        var pending = [""]
+        while let folder = pending.popLast() {
+            let absolute = folder.isEmpty ? root : root + "/" + folder
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [] {
+                if name == ".tidesync-store.lock" { continue }
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                let path = absolute + "/" + name
+                var st = stat()
+                guard lstat(path, &st) == 0 else { continue }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR: result[relative] = .folder; pending.append(relative)
+                case S_IFLNK: result[relative] = .symlink((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?")
+                default: result[relative] = .file(read(path) ?? "")
+                }
+            }
+        }
+        return result
+    }
+
+    /// The remote tree as the store lists it (symlinks as symlinks on every store), with
+    /// file contents read from the server's disk.
+    func remoteTree() async throws -> [String: Node] {
+        var result: [String: Node] = [:]
+        for entry in try await store.descendants(of: .root) {
+            switch entry.kind {
+            case .folder, .bundle: result[entry.path.description] = .folder
+            case .symlink: result[entry.path.description] = .symlink(entry.symlinkTarget ?? "?")
+            case .file: result[entry.path.description] = .file(Self.read(onServer(entry.path.description)) ?? "")
+            }
+        }
+        return result
+    }
+
+    /// Both sides hold the same tree, nothing else is on the server's disk (no temporary
+    /// or partial file), and the state DB has a row for every item whose recorded local stat
+    /// is the one on disk.
+    func expectAgreement(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let local = Self.tree(localRoot)
+        let remote = try await remoteTree()
+        #expect(local == remote, "local \(local.count) items vs remote \(remote.count)", sourceLocation: sourceLocation)
+        if local != remote {
+            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(10)
+            for key in keys { Issue.record("\(key): local \(local[key].map(\.description) ?? "-") remote \(remote[key].map(\.description) ?? "-")", sourceLocation: sourceLocation) }
+        }
+        // Apache keeps dead properties (a symlink's target) in .DAV folders of its own.
+        let onDisk = Self.tree(remoteDisk).keys.filter { !remote.keys.contains($0) && !$0.split(separator: "/").contains(".DAV") }
+        #expect(onDisk.isEmpty, "left on the server's disk: \(onDisk.sorted())", sourceLocation: sourceLocation)
+        let recorded = Reconciler.paths(of: try database.allItems())
+        for (path, node) in local {
+            guard let record = recorded[try RemotePath(string: path)] else {
+                Issue.record("no state DB row for \(path)", sourceLocation: sourceLocation)
+                continue
+            }
+            let entry = LocalScanner.entry(at: self.local(path), path: try RemotePath(string: path))
+            if case .file = node { #expect(record.local == entry?.stat, "stale local stat for \(path)", sourceLocation: sourceLocation) }
+            #expect(record.remoteETag != nil || record.kind == .folder, "no remote version for \(path)", sourceLocation: sourceLocation)
+        }
+        #expect(try database.pendingOperations().isEmpty, "journal not empty", sourceLocation: sourceLocation)
+    }
+
+    /// The inode of a file on the remote's disk (a move keeps it; a re-upload does not).
+    func serverInode(_ relative: String) -> UInt64? {
+        var st = stat()
+        return lstat(onServer(relative), &st) == 0 ? UInt64(st.st_ino) : nil
+    }
+
+    func localInode(_ relative: String) -> UInt64? {
+        var st = stat()
+        return lstat(local(relative), &st) == 0 ? UInt64(st.st_ino) : nil
+    }
+}
+
+/// Runs `body` with a fresh world and always cleans up.
+func withWorld(_ remote: Remote, transfers: Int = 4, _ body: (SyncWorld) async throws -> Void) async throws {
+    let world = try await SyncWorld(remote, transfers: transfers)
+    do {
+        try await body(world)
+    } catch {
+        await world.close()
+        throw error
+    }
+    await world.close()
+}
