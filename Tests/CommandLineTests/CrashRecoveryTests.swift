@@ -1,0 +1,267 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `kill -9` of the real daemon at the worst moments; after a restart the sync converges,
+/// no temporary or partial file is left on either side, and nothing else changed.
+@Suite("crash recovery of the real binary", .serialized,
+       .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
+final class CrashRecoveryTests {
+    let home: String
+    let local: String
+    /// The remote's files on disk (the server's disk for Apache).
+    var remoteDisk = ""
+    var environment: [String: String] = [:]
+
+    enum Remote: String, CaseIterable, CustomTestStringConvertible {
+        case localDirectory, apache
+        var testDescription: String { rawValue }
+        static var available: [Remote] {
+            ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] == nil ? [.localDirectory] : allCases
+        }
+    }
+
+    init() throws {
+        home = NSTemporaryDirectory() + "tidesync-crash-" + UUID().uuidString
+        local = home + "/Cloud"
+        try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        if !remoteDisk.isEmpty { try? FileManager.default.removeItem(atPath: remoteDisk) }
+        try? FileManager.default.removeItem(atPath: home)
+    }
+
+    /// Writes the config for `remote` and makes its empty remote folder.
+    func configure(_ remote: Remote, transfers: Int = 4) throws {
+        let env = ProcessInfo.processInfo.environment
+        environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
+                       "PATH": "/usr/bin:/bin"]
+        var domain = "[[domain]]\nname = \"crash\"\nlocal = \"~/Cloud\"\ntransfers = \(transfers)\npoll_interval = \"1s\"\n"
+        switch remote {
+        case .localDirectory:
+            remoteDisk = home + "/store"
+            try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
+            domain += "remote = \"file://\(remoteDisk)\"\n"
+        case .apache:
+            let collection = "crash-" + UUID().uuidString.prefix(8)
+            remoteDisk = env["TIDESYNC_TEST_DAV_INF_ROOT"]! + "/" + collection
+            try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
+            if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
+                try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: remoteDisk)
+            }
+            domain += "remote = \"\(env["TIDESYNC_TEST_DAV_INF_URL"]!)\(collection)/\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"]!)\"\n"
+            environment["TIDESYNC_PASSWORD_CRASH"] = env["TIDESYNC_TEST_DAV_PASSWORD"]
+        }
+        try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
+        try Data(("log_level = \"info\"\n" + domain).utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
+    }
+
+    /// Starts `tidesync run --once` in the background.
+    func start() throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["run", "--once"]
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        return process
+    }
+
+    /// Runs `tidesync run --once` to the end.
+    func runToEnd() throws -> Binary.Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["run", "--once"]
+        process.environment = environment
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Binary.Result(status: process.terminationStatus, output: "", errors: String(decoding: errors, as: UTF8.self))
+    }
+
+    /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
+    func wait(for process: Process, seconds: Double, until condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end, process.isRunning {
+            if condition() { return true }
+            usleep(20_000)
+        }
+        return condition()
+    }
+
+    func kill9(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Every file below `root` with its size and a checksum, folders as -1; tidesync's lock
+    /// file and Apache's `.DAV` property folders left out. Temporaries are kept.
+    static func tree(_ root: String) -> [String: String] {
+        var result: [String: String] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return [:] }
+        while let relative = walker.nextObject() as? String {
+            let name = (relative as NSString).lastPathComponent
+            if name == ".tidesync-store.lock" || relative.split(separator: "/").contains(".DAV") { continue }
+            var st = stat()
+            guard lstat(root + "/" + relative, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFDIR { result[relative] = "folder"; continue }
+            result[relative] = "\(st.st_size):\(checksum(root + "/" + relative))"
+        }
+        return result
+    }
+
+    /// A checksum of a file's bytes: FNV-1a for small files, md5sum (fast C) for big ones.
+    static func checksum(_ path: String) -> String {
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_size <= 1 << 20, let data = FileManager.default.contents(atPath: path) else {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
+            process.arguments = [path]
+            let out = Pipe()
+            process.standardOutput = out
+            guard (try? process.run()) != nil else { return "?" }
+            let text = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: text, as: UTF8.self).split(separator: " ").first.map(String.init) ?? "?"
+        }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
+
+    /// The size of the biggest file directly in `folder` whose name starts with `prefix`
+    /// (a transfer in progress); cheap enough to poll.
+    static func partialSize(in folder: String, prefix: String) -> Int64 {
+        var biggest: Int64 = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(prefix) {
+            var st = stat()
+            if lstat(folder + "/" + name, &st) == 0 { biggest = max(biggest, Int64(st.st_size)) }
+        }
+        return biggest
+    }
+
+    /// Names that are temporaries of tidesync or Apache.
+    static func temporaries(_ tree: [String: String]) -> [String] {
+        tree.keys.filter {
+            let name = ($0 as NSString).lastPathComponent
+            return name.hasPrefix(".tidesync-") || name.hasPrefix(".davfs.tmp")
+        }.sorted()
+    }
+
+    /// A file of `megabytes` MiB of a pattern that is not all zeros.
+    static func makeBigFile(_ path: String, megabytes: Int) throws {
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        for index in block.indices { block[index] = UInt8(truncatingIfNeeded: index &* 31 &+ 7) }
+        FileManager.default.createFile(atPath: path, contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        for chunk in 0..<megabytes {
+            block[0] = UInt8(truncatingIfNeeded: chunk)
+            try handle.write(contentsOf: block)
+        }
+        try handle.close()
+    }
+
+    func expectConverged(_ expected: [String: String], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let result = try runToEnd()
+        #expect(result.status == 0, "\(result.errors.suffix(2000))", sourceLocation: sourceLocation)
+        let localTree = Self.tree(local), remoteTree = Self.tree(remoteDisk)
+        #expect(Self.temporaries(localTree).isEmpty, "local temporaries: \(Self.temporaries(localTree))", sourceLocation: sourceLocation)
+        #expect(Self.temporaries(remoteTree).isEmpty, "remote temporaries: \(Self.temporaries(remoteTree))", sourceLocation: sourceLocation)
+        #expect(localTree == expected, "local differs: \(Set(localTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
+        #expect(remoteTree == expected, "remote differs: \(Set(remoteTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
+    }
+
+    @Test("kill -9 during the upload of a 300 MiB file", arguments: Remote.available)
+    func killDuringUpload(remote: Remote) throws {
+        try configure(remote)
+        try Self.makeBigFile(local + "/big.bin", megabytes: 300)
+        try Data("small".utf8).write(to: URL(fileURLWithPath: local + "/small.txt"))
+        let expected = Self.tree(local)
+        let daemon = try start()
+        let partial = remote == .apache ? ".davfs.tmp" : ".tidesync-tmp-"
+        let caught = wait(for: daemon, seconds: 60) { Self.partialSize(in: remoteDisk, prefix: partial) > 20 << 20 }
+        // The store's PUT is atomic (Apache: .davfs.tmp renamed when complete): while the
+        // bytes arrive, no reader sees a file under the real name.
+        let visibleEarly = FileManager.default.fileExists(atPath: remoteDisk + "/big.bin")
+        kill9(daemon)
+        #expect(caught, "the upload was never seen in progress")
+        #expect(!visibleEarly, "a partial upload was visible under its real name")
+        try expectConverged(expected)
+    }
+
+    @Test("kill -9 during the download of a 300 MiB file", arguments: Remote.available)
+    func killDuringDownload(remote: Remote) throws {
+        try configure(remote)
+        try Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
+        try Data("small".utf8).write(to: URL(fileURLWithPath: remoteDisk + "/small.txt"))
+        if remote == .apache, getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] {
+            for name in ["big.bin", "small.txt"] {
+                try FileManager.default.setAttributes([.ownerAccountName: owner], ofItemAtPath: remoteDisk + "/" + name)
+            }
+        }
+        let expected = Self.tree(remoteDisk)
+        let daemon = try start()
+        let caught = wait(for: daemon, seconds: 60) { Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
+        kill9(daemon)
+        #expect(caught, "the download was never seen in progress")
+        try expectConverged(expected)
+    }
+
+    @Test("SIGTERM stops the running daemon gracefully with exit status 0")
+    func sigterm() throws {
+        try configure(.localDirectory)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: local + "/x.txt"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["run"]
+        process.environment = environment
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let synced = wait(for: process, seconds: 30) { FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
+        #expect(synced)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+    }
+
+    @Test("kill -9 at random moments of a 2 000-file initial sync", arguments: Remote.available)
+    func killDuringInitialSync(remote: Remote) throws {
+        try configure(remote, transfers: 8)
+        var generator = SeededGenerator(seed: 20261123)
+        for index in 0..<2000 {
+            let folder = local + "/d\(index % 40)"
+            if index < 40 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+            let size = Int.random(in: 1...4096, using: &generator)
+            try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                .write(to: URL(fileURLWithPath: folder + "/f\(index).bin"))
+        }
+        let expected = Self.tree(local)
+        for round in 0..<4 {
+            let daemon = try start()
+            usleep(UInt32.random(in: 150_000...900_000, using: &generator) * UInt32(round + 1))
+            kill9(daemon)
+        }
+        try expectConverged(expected)
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so a failing run can be repeated.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
