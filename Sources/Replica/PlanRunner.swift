@@ -126,8 +126,10 @@ public final class PlanRunner: Sendable {
         var schedule = PlanSchedule(plan)
         var report = RunReport()
         let now = provider.clock.now()
+        var deferred: Set<Int> = []
         for index in plan.indices {
             if let failure = context.failures[plan[index].path], let notBefore = failure.notBefore, notBefore > now {
+                deferred.insert(index)
                 report.skipped += 1 + schedule.finished(index, .failed).count
             }
         }
@@ -167,7 +169,9 @@ public final class PlanRunner: Sendable {
             }
         }
         // Steps that never started hold nothing: their journal entries go.
-        let unstarted = plan.indices.filter { schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped }
+        let unstarted = plan.indices.filter {
+            schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped || deferred.contains($0)
+        }
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
         try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
         return report

@@ -66,3 +66,26 @@ final class LocalScannerTests {
         #expect(!list.excludes(name: "report.pdf", relativePath: "report.pdf"))
     }
 }
+
+@Suite("the default exclude list")
+struct DefaultExcludeListTests {
+    @Test("the built-in default list is config/exclude.default, pattern for pattern")
+    func matchesShippedFile() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/exclude.default")
+        let shipped = ExcludeList(fileContents: try String(contentsOf: file, encoding: .utf8))
+        #expect(shipped == ExcludeList(patterns: ExcludeList.defaultPatterns))
+    }
+
+    @Test("editor and office temporaries are excluded, ordinary names are not")
+    func typicalNames() {
+        let list = ExcludeList(patterns: ExcludeList.defaultPatterns)
+        for name in ["a.txt~", ".a.txt.swp", "4913", ".~lock.report.odt#", "~$report.docx", "x.part",
+                     ".goutputstream-ABC", ".tidesync-part-1"] {
+            #expect(list.excludes(name: name, relativePath: name), "\(name)")
+        }
+        for name in ["report.odt", "notes.txt", "4914", "lock"] {
+            #expect(!list.excludes(name: name, relativePath: name), "\(name)")
+        }
+    }
+}
