@@ -27,7 +27,7 @@ public final class DomainService: Sendable {
     /// Opens `domain`: takes its lock, opens (and migrates) its state DB, checks its folder,
     /// opens its remote. Throws a `ProviderError` whose message says what to fix.
     public init(_ domain: DomainConfiguration, configuration: TidesyncConfiguration, stop: StopFlag,
-                logger: Logger) throws(ProviderError) {
+                allowMassDelete: Bool = false, logger: Logger) throws(ProviderError) {
         var logger = logger
         logger[metadataKey: "domain"] = "\(domain.name)"
         let databasePath = configuration.stateDatabasePath(for: domain)
@@ -42,7 +42,8 @@ public final class DomainService: Sendable {
         let folder = LocalFolder(root: domain.localPath)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
-        pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude), logger: logger)
+        pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude),
+                        massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete), logger: logger)
         self.domain = domain
         self.stop = stop
         self.logger = logger

@@ -75,12 +75,16 @@ public final class PlanRunner: Sendable {
         public var recorded: [RemotePath: ItemRecord]
         /// Earlier failures by path (journal entries with attempts), from `recover()`.
         public var failures: [RemotePath: PendingOperation]
+        /// Steps not to run this time (held back by the mass-delete guard); what needs them
+        /// waits too.
+        public var withheld: Set<Int>
 
         public init(remote: [RemotePath: RemoteEntry], recorded: [RemotePath: ItemRecord],
-                    failures: [RemotePath: PendingOperation]) {
+                    failures: [RemotePath: PendingOperation], withheld: Set<Int> = []) {
             self.remote = remote
             self.recorded = recorded
             self.failures = failures
+            self.withheld = withheld
         }
     }
 
@@ -128,7 +132,10 @@ public final class PlanRunner: Sendable {
         let now = provider.clock.now()
         var deferred: Set<Int> = []
         for index in plan.indices {
-            if let failure = context.failures[plan[index].path], let notBefore = failure.notBefore, notBefore > now {
+            if context.withheld.contains(index) {
+                deferred.insert(index)
+                report.skipped += 1 + schedule.finished(index, .failed).count
+            } else if let failure = context.failures[plan[index].path], let notBefore = failure.notBefore, notBefore > now {
                 deferred.insert(index)
                 report.skipped += 1 + schedule.finished(index, .failed).count
             }

@@ -23,12 +23,16 @@ public struct SyncPass: Sendable {
     public let scanner: LocalScanner
     /// This machine's name, for conflict-copy names.
     public let host: String
+    /// Holds back a pass's deletions when there are too many; nil: never.
+    public let massDelete: MassDeleteGuard?
     let logger: Logger
 
-    public init(runner: PlanRunner, scanner: LocalScanner, host: String = SyncPass.hostName(), logger: Logger) {
+    public init(runner: PlanRunner, scanner: LocalScanner, host: String = SyncPass.hostName(),
+                massDelete: MassDeleteGuard? = nil, logger: Logger) {
         self.runner = runner
         self.scanner = scanner
         self.host = host
+        self.massDelete = massDelete
         self.logger = logger
     }
 
@@ -49,8 +53,15 @@ public struct SyncPass: Sendable {
         let plan = Reconciler.plan(base: base, local: local, remote: batch.snapshot, now: provider.clock.now(), host: host)
         guard !plan.isEmpty else { return PassResult(steps: 0, report: RunReport(), skippedNames: scan.skipped) }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
-        let context = PlanRunner.Context(remote: batch.snapshot, recorded: Reconciler.paths(of: base), failures: failures)
-        let report = try await runner.run(plan, context: context)
+        var context = PlanRunner.Context(remote: batch.snapshot, recorded: Reconciler.paths(of: base), failures: failures)
+        var held: ProviderError?
+        if let verdict = massDelete?.check(plan, recorded: context.recorded), verdict.exceeded {
+            context.withheld = Set(verdict.steps)
+            held = ProviderError(.massDeletePaused,
+                                 "this pass would delete \(verdict.deletedItems) items (more than max_delete = \(massDelete!.limit), or half of the domain); deletions are paused. If that is what you want, run `tidesync run --once --allow-mass-delete`; otherwise put the files back")
+        }
+        var report = try await runner.run(plan, context: context)
+        if let held { report.parked = report.parked ?? held }
         return PassResult(steps: plan.count, report: report, skippedNames: scan.skipped)
     }
 

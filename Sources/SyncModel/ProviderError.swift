@@ -26,6 +26,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         case localDiskFull
         /// The task doing the work was cancelled (shutdown); the work is redone later.
         case cancelled
+        /// One pass would delete more than the domain allows without confirmation; its
+        /// deletions wait until the user confirms (`tidesync run --allow-mass-delete`).
+        case massDeletePaused
     }
 
     /// What the caller should do with the work that failed.
@@ -54,7 +57,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
 
     public var disposition: Disposition {
         switch code {
-        case .notAuthenticated, .serverUnreachable, .insufficientQuota, .localDiskFull:
+        case .notAuthenticated, .serverUnreachable, .insufficientQuota, .localDiskFull, .massDeletePaused:
             .parkDomain
         case .locked, .syncAnchorExpired, .pageExpired, .cancelled:
             .retry

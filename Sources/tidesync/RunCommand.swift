@@ -30,6 +30,9 @@ struct Run: AsyncParsableCommand {
     @Flag(name: .long, help: "Do one full pass, then exit.")
     var once = false
 
+    @Flag(name: .long, help: "Carry out deletions even when a pass deletes more than max_delete items (or half a domain).")
+    var allowMassDelete = false
+
     func run() async throws {
         let path = config ?? ConfigLoader.defaultPath()
         let configuration: TidesyncConfiguration
@@ -54,7 +57,8 @@ struct Run: AsyncParsableCommand {
         var failed = false
         for domain in configuration.domains {
             do {
-                services.append(try DomainService(domain, configuration: configuration, stop: stop, logger: logger))
+                services.append(try DomainService(domain, configuration: configuration, stop: stop,
+                                                  allowMassDelete: allowMassDelete, logger: logger))
             } catch {
                 logger.error("\(error.message)", metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
                 failed = true

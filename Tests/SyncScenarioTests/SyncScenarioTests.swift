@@ -217,3 +217,23 @@ struct SyncScenarioTests {
         }
     }
 }
+
+@Suite("mass-delete guard")
+struct MassDeleteTests {
+    @Test("a pass that would delete more than max_delete items holds its deletions back")
+    func holdsBack() async throws {
+        try await withWorld(.localDirectory) { world in
+            for index in 0..<30 { try world.write("f/\(index).txt", "\(index)") }
+            try await world.sync()
+            try FileManager.default.removeItem(atPath: world.local("f"))
+            let guarded = SyncPass(runner: world.pass.runner, scanner: world.pass.scanner, host: "h",
+                                   massDelete: MassDeleteGuard(limit: 20), logger: .init(label: "t"))
+            let result = try await guarded.run()
+            #expect(result.report.parked?.code == .massDeletePaused)
+            #expect(SyncWorld.tree(world.remoteDisk).count == 31)
+            // Confirmed (no guard): the deletion goes through.
+            try await world.sync()
+            #expect(SyncWorld.tree(world.remoteDisk).isEmpty)
+        }
+    }
+}

@@ -100,7 +100,6 @@ struct ConfigLoaderTests {
         #expect(outcome.standardOutput == [
             "\(file): OK, 1 domain",
             "\(file):5:1: note: domain \"home\": debounce is not yet in effect (accepted and validated; the built-in timing is used)",
-            "\(file):6:1: note: domain \"home\": max_delete is not yet in effect (accepted and validated; deletions are not held back yet)",
             "\(file):9:8: note: domain \"home\": placeholders are not yet in effect (mode = \"auto\" is accepted and validated; files are downloaded in full)",
         ])
     }
