@@ -60,7 +60,7 @@ public final class DomainService: Sendable {
             do {
                 let result = try await pass.run()
                 report(result)
-                if result.steps == 0 { return .converged }
+                if result.steps == 0 || result.report.completes(result.steps) { return .converged }
                 if let parked = result.report.parked { return .failed(parked) }
                 last = result.report.failed.first.map { "\($0.path): \($0.error.message)" }
                     ?? "\(result.steps) step(s) were still needed in the last pass"
@@ -82,7 +82,7 @@ public final class DomainService: Sendable {
                 let result = try await pass.run()
                 report(result)
                 if let parked = result.report.parked { throw parked }
-                again = result.steps > 0 && result.report.succeeded > 0
+                again = result.steps > 0 && result.report.succeeded > 0 && !result.report.completes(result.steps)
                 parkedFor = 0
             } catch {
                 parkedFor += 1

@@ -43,7 +43,9 @@ extension PlanRunner {
             try folder.move(from: from, to: to, expected: expected)
             try provider.recordMove(of: item, to: to, operation: operation)
         case .deleteLocal(let path, let expected, let item):
-            try deleteLocal(path, expected: expected, item: item, operation: operation, context: context)
+            if try !deleteLocal(path, expected: expected, item: item, operation: operation, context: context) {
+                throw ProviderError(.versionMismatch, "\(folder.absolute(path)) held new or changed items; they are kept and synced next")
+            }
         case .conflictCopy(let conflict):
             try await conflictCopy(conflict, operation: operation)
         case .compareContents(let path, let local, let remote, let item, let ifDifferent):
@@ -82,8 +84,9 @@ extension PlanRunner {
         try provider.record(at: path, item: item, kind: .file, remote: entry, local: stat, operation: operation)
     }
 
+    /// Returns false when something was kept (the row is forgotten all the same).
     private func deleteLocal(_ path: RemotePath, expected: LocalStat?, item: ItemIdentifier, operation: Int64?,
-                             context: Context) throws(ProviderError) {
+                             context: Context) throws(ProviderError) -> Bool {
         let removed = try folder.delete(path, expected: expected) { found in
             guard let record = context.recorded[found.path], record.kind == found.kind else { return false }
             return found.kind == .folder ? record.local.map { $0.inode == found.stat.inode } ?? true : record.local == found.stat
@@ -92,6 +95,7 @@ extension PlanRunner {
         // What stays behind (new or changed here) has no row any more, so the next plan sees
         // it as new and brings it back to the server: an edit beats a delete.
         try provider.forget(item, operation: operation)
+        return removed
     }
 
     /// Keeps the local version under the conflict-copy name on both sides.

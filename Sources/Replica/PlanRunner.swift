@@ -21,6 +21,12 @@ public struct RunReport: Sendable {
     public var parked: ProviderError?
     /// Conflict copies made: (original, copy).
     public var conflicts: [(original: RemotePath, copy: RemotePath)] = []
+    /// True when every one of `steps` steps succeeded: both sides agree by construction, so
+    /// no confirming pass is needed. (A step that leaves work for the next plan, such as a
+    /// folder delete that kept new items, does not count as succeeded.)
+    public func completes(_ steps: Int) -> Bool {
+        succeeded == steps && failed.isEmpty && skipped == 0 && parked == nil
+    }
 
     public init() {}
 }

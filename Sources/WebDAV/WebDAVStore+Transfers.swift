@@ -84,8 +84,8 @@ extension WebDAVStore {
             throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
         }
         do {
-            var entry = try await entry(at: path)
-            // Apache's PUT answers carry no ETag, so the version comes from this PROPFIND.
+            var entry = try await uploadedEntry(at: path)
+            // Apache's PUT answers carry no ETag, so the version comes from this HEAD.
             // If the size differs another client wrote in between: leave the version
             // unknown so the next pass looks again rather than taking theirs for ours.
             if entry.size != before.size || (headerETag != nil && entry.etag.map { !$0.sameValue(as: headerETag!) } ?? true) {
@@ -97,6 +97,21 @@ extension WebDAVStore {
             // (a retry would 412 against our own write and look like a conflict).
             return RemoteEntry(path: path, kind: .file, size: before.size, etag: headerETag)
         }
+    }
+
+    /// The entry of a file just uploaded, from a HEAD: Apache's PROPFIND opens the
+    /// dead-property DB of every resource it describes and costs as much as the PUT itself,
+    /// a HEAD does not. Falls back to PROPFIND when the answer lacks a version or a size.
+    func uploadedEntry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
+        let response = try await connection.send(connection.request("HEAD", path: paths.requestPath(path)))
+        guard response.status.code == 200,
+              let etag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)),
+              let size = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), size >= 0 else {
+            return try await entry(at: path)
+        }
+        return RemoteEntry(path: path, kind: .file, size: size, etag: etag,
+                           fileID: response.headers.first(name: "OC-FileId"),
+                           modificationDate: response.headers.first(name: "Last-Modified").flatMap(HTTPDate.parse))
     }
 
     public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {

@@ -83,16 +83,8 @@ public final class WebDAVStore: RemoteStore {
         let kind: ItemKind = response.isCollection ? .folder : (response.symlinkTarget != nil ? .symlink : .file)
         return RemoteEntry(path: path, kind: kind, size: kind == .folder ? 0 : max(0, response.contentLength ?? 0),
                            etag: response.etag.flatMap(ETag.init(header:)), fileID: response.fileID,
-                           modificationDate: response.lastModified.flatMap(Self.parseHTTPDate),
+                           modificationDate: response.lastModified.flatMap(HTTPDate.parse),
                            symlinkTarget: kind == .symlink ? response.symlinkTarget : nil)
-    }
-
-    static func parseHTTPDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)
     }
 
     public func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {

@@ -115,3 +115,27 @@ struct WebDAVPathTests {
 }
 
 func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
+
+@Suite("HTTP dates")
+struct HTTPDateTests {
+    @Test("IMF-fixdate is parsed by hand to the same instant a formatter gives")
+    func fixdate() throws {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Mon, 23 Nov 2026 18:49:42 GMT", "Thu, 29 Feb 2024 23:59:59 GMT",
+                     "Thu, 01 Jan 1970 00:00:00 GMT", "Fri, 31 Dec 2100 12:00:00 GMT"] {
+            #expect(HTTPDate.parse(text) == formatter.date(from: text), "\(text)")
+        }
+    }
+
+    @Test("the obsolete forms still parse; garbage does not")
+    func otherForms() {
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") != nil)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") != nil)
+        for text in ["", "yesterday", "Sun, 06 Xyz 1994 08:49:37 GMT", "Sun, 36 Nov 1994 08:49:37 GMT"] {
+            #expect(HTTPDate.parse(text) == nil, "\(text)")
+        }
+    }
+}
