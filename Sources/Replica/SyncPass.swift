@@ -40,9 +40,22 @@ public struct SyncPass: Sendable {
     /// server is unreachable): nothing is decided from a partial view.
     public func run() async throws(ProviderError) -> PassResult {
         let provider = runner.provider
+        let clock = ContinuousClock()
+        var phases: [(String, Duration)] = []
+        var mark = clock.now
+        func lap(_ name: String) {
+            phases.append((name, clock.now - mark))
+            mark = clock.now
+        }
+        defer {
+            logger.debug("pass phases: \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
+        }
         let failures = try runner.recover()
+        lap("recover")
         let scan = try scanner.scan()
+        lap("local scan")
         let batch = try await provider.changes(since: try provider.state.syncAnchor())
+        lap("remote walk")
         let base = try provider.state.allItems()
         var local: [RemotePath: LocalObservation] = [:]
         local.reserveCapacity(scan.entries.count)
@@ -51,6 +64,7 @@ public struct SyncPass: Sendable {
                                            symlinkTarget: entry.symlinkTarget)
         }
         let plan = Reconciler.plan(base: base, local: local, remote: batch.snapshot, now: provider.clock.now(), host: host)
+        lap("plan")
         guard !plan.isEmpty else { return PassResult(steps: 0, report: RunReport(), skippedNames: scan.skipped) }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: batch.snapshot, recorded: Reconciler.paths(of: base), failures: failures)
@@ -61,6 +75,7 @@ public struct SyncPass: Sendable {
                                  "this pass would delete \(verdict.deletedItems) items (more than max_delete = \(massDelete!.limit), or half of the domain); deletions are paused. If that is what you want, run `tidesync run --once --allow-mass-delete`; otherwise put the files back")
         }
         var report = try await runner.run(plan, context: context)
+        lap("apply")
         if let held { report.parked = report.parked ?? held }
         return PassResult(steps: plan.count, report: report, skippedNames: scan.skipped)
     }

@@ -349,10 +349,10 @@ have=$(count_files "$W/ref-down")
 record 3 "$c3" "curl: GET with --create-dirs"
 rm -rf "$W/ref-down" "$W/t-down"
 
-# --- case 4: 1 % changed locally ---------------------------------------------
-cur=4
-say "case 4: $CHANGED files changed locally"
-python3 - "$W/t-up" "$W/changed-local.txt" 4 <<'EOF'
+# rewrite_files ROOT LIST SEED: give every file LIST names below ROOT new random
+# bytes of another size (1-16 KiB), with a fixed seed.
+rewrite_files() {
+    python3 - "$1" "$2" "$3" <<'EOF'
 import os, random, sys
 root, listing, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(seed)
@@ -366,6 +366,12 @@ for p in open(listing).read().split():
     with open(path, "wb") as f:
         f.write(rng.randbytes(size))
 EOF
+}
+
+# --- case 4: 1 % changed locally ---------------------------------------------
+cur=4
+say "case 4: $CHANGED files changed locally"
+rewrite_files "$W/t-up" "$W/changed-local.txt" 4
 run_tidesync 4-local-1pct "$W/up.toml"
 server_has 4-local-1pct bench-up "$FILES"
 same_files 4-local-1pct "$W/changed-local.txt" "$W/t-up" "$ROOT/bench-up"
@@ -376,20 +382,7 @@ record 4 "$c4" "curl: PUT of the $CHANGED files"
 # --- case 5: 1 % changed on the server ---------------------------------------
 cur=5
 say "case 5: $CHANGED files changed on the server"
-python3 - "$ROOT/bench-up" "$W/changed-remote.txt" 5 <<'EOF'
-import os, random, sys
-root, listing, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rng = random.Random(seed)
-for p in open(listing).read().split():
-    path = os.path.join(root, p)
-    old = os.path.getsize(path) if os.path.exists(path) else -1
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    size = old
-    while size == old:
-        size = rng.randint(1024, 16384)
-    with open(path, "wb") as f:
-        f.write(rng.randbytes(size))
-EOF
+rewrite_files "$ROOT/bench-up" "$W/changed-remote.txt" 5
 if [[ "$is_root" == yes ]]; then
     while IFS= read -r p; do
         chown "$TIDESYNC_TEST_DAV_OWNER:$TIDESYNC_TEST_DAV_OWNER" "$ROOT/bench-up/$p"
