@@ -160,13 +160,10 @@ public struct LocalFolder: Sendable {
     /// Every item directly in `folder`, excluded names included (they keep a folder alive),
     /// and whether it also holds names that cannot be represented (which keep it too).
     func children(of folder: RemotePath) throws(ProviderError) -> (entries: [LocalScanEntry], unreadable: Bool) {
-        guard let dir = opendir(absolute(folder)) else { return ([], errno != ENOENT) }
-        defer { closedir(dir) }
+        guard let names = try LocalScanner.names(in: absolute(folder)) else { return ([], false) }
         var result: [LocalScanEntry] = []
         var unreadable = false
-        while let raw = readdir(dir) {
-            let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+        for bytes in names {
             guard let name = String(validating: bytes, as: UTF8.self), let path = try? folder.appending(name) else {
                 unreadable = true
                 continue

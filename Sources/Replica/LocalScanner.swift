@@ -58,25 +58,14 @@ public struct LocalScanner: Sendable {
     }
 
     func list(_ folder: RemotePath, into result: inout LocalScan) throws(ProviderError) -> [LocalScanEntry] {
-        guard let dir = opendir(absolute(folder)) else { return [] }  // vanished mid-scan: its parent's entry goes too
-        defer { closedir(dir) }
+        // Vanished mid-scan: its parent's entry goes too.
+        guard let names = try Self.names(in: absolute(folder)) else { return [] }
         var found: [LocalScanEntry] = []
-        while true {
-            // NULL means the end or an error; a listing cut short by EIO must not read as deletions.
-            errno = 0
-            guard let raw = readdir(dir) else {
-                if errno != 0 {
-                    throw ProviderError(.cannotSynchronize, "cannot list \(absolute(folder)); the scan will be retried",
-                                        underlying: String(cString: strerror(errno)))
-                }
-                break
-            }
-            let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+        for bytes in names {
             guard let name = String(validating: bytes, as: UTF8.self) else {
                 result.skipped.append((absolute(folder) + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
                 continue
             }
-            if name == "." || name == ".." { continue }
             let relative = folder.isRoot ? name : folder.description + "/" + name
             if exclude.excludes(name: name, relativePath: relative) { continue }
             guard let path = try? folder.appending(name) else {
@@ -86,6 +75,27 @@ public struct LocalScanner: Sendable {
             if let entry = Self.entry(at: absolute(path), path: path) { found.append(entry) }
         }
         return found
+    }
+
+    /// The names in the folder at `absolutePath` as bytes, without `.` and `..`; nil when
+    /// the folder is not there. Throws when the listing is cut short (EIO): a partial
+    /// listing must never read as deletions.
+    static func names(in absolutePath: String) throws(ProviderError) -> [[UInt8]]? {
+        guard let dir = opendir(absolutePath) else { return nil }
+        defer { closedir(dir) }
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0  // NULL means the end or an error
+            guard let raw = readdir(dir) else {
+                if errno != 0 {
+                    throw ProviderError(.cannotSynchronize, "cannot list \(absolutePath); this is retried",
+                                        underlying: String(cString: strerror(errno)))
+                }
+                return names
+            }
+            let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if bytes != [0x2E], bytes != [0x2E, 0x2E] { names.append(bytes) }
+        }
     }
 
     /// The entry for the item at `absolutePath`, or nil when nothing (or a device,

@@ -54,9 +54,9 @@ public struct SyncPass: Sendable {
         lap("recover")
         let scan = try scanner.scan()
         lap("local scan")
-        let batch = try await provider.changes(since: try provider.state.syncAnchor())
-        lap("remote walk")
         let base = try provider.state.allItems()
+        let batch = try await provider.changes(since: try provider.state.syncAnchor(), base: base)
+        lap("remote walk")
         var local: [RemotePath: LocalObservation] = [:]
         local.reserveCapacity(scan.entries.count)
         for (path, entry) in scan.entries {

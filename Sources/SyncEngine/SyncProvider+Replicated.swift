@@ -75,11 +75,17 @@ extension SyncProvider: ReplicatedProvider {
     }
 
     public func changes(since anchor: SyncAnchor?) async throws(ProviderError) -> ChangeBatch {
+        try await changes(since: anchor, base: try state.allItems())
+    }
+
+    /// `changes(since:)` against `base`, the state DB's rows the caller already read (a pass
+    /// reads them once for this and for its plan).
+    public func changes(since anchor: SyncAnchor?, base: [ItemRecord]) async throws(ProviderError) -> ChangeBatch {
         let entries = try await store.descendants(of: .root)
         var snapshot: [RemotePath: RemoteEntry] = [:]
         snapshot.reserveCapacity(entries.count)
         for entry in entries { snapshot[entry.path] = entry }
-        let tree = BaseTree(try state.allItems())
+        let tree = BaseTree(base)
         var updated: [RemoteEntry] = []
         var deleted: [ItemIdentifier] = []
         var recorded: Set<RemotePath> = []
