@@ -13,6 +13,7 @@ public final class DomainService: Sendable {
     let store: OpenedStore
     let stop: StopFlag
     let logger: Logger
+    let exclude: ExcludeList
 
     /// How one `--once` run ended.
     public enum Outcome: Sendable, Equatable {
@@ -42,6 +43,7 @@ public final class DomainService: Sendable {
         let folder = LocalFolder(root: domain.localPath)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
+        self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete), logger: logger)
         self.domain = domain
@@ -71,35 +73,11 @@ public final class DomainService: Sendable {
         return .unfinished(last)
     }
 
-    /// Runs passes every `poll_interval` until stopped. A pass that did work is followed
-    /// at once by another (which confirms both sides agree); a parked domain waits and
-    /// tries again.
-    public func runForever() async {
-        var parkedFor = 0
-        while !stop.isStopped {
-            var again = false
-            do throws(ProviderError) {
-                let result = try await pass.run()
-                report(result)
-                if let parked = result.report.parked { throw parked }
-                again = result.steps > 0 && result.report.succeeded > 0 && !result.report.completes(result.steps)
-                parkedFor = 0
-            } catch {
-                parkedFor += 1
-                logger.error("\(error.message); trying again in \(Int(retryDelay(parkedFor).components.seconds)) s",
-                             metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
-                await stop.wait(for: retryDelay(parkedFor))
-                continue
-            }
-            if !again { await stop.wait(for: domain.pollInterval) }
-        }
-    }
-
     func retryDelay(_ failures: Int) -> Duration {
         min(domain.pollInterval, .seconds(min(300, 5 << min(failures - 1, 6))))
     }
 
-    private func report(_ result: PassResult) {
+    func report(_ result: PassResult) {
         for skipped in result.skippedNames { logger.warning("not synced: \(skipped.path): \(skipped.reason)") }
         guard result.steps > 0 else { return }
         let r = result.report

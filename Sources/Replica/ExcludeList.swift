@@ -34,6 +34,13 @@ public struct ExcludeList: Sendable, Equatable {
         self.init(patterns: fileContents.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) + extra)
     }
 
+    /// True when the item at `path`, or a folder above it, is excluded.
+    public func excludes(_ path: RemotePath) -> Bool {
+        path.components.indices.contains { index in
+            excludes(name: path.components[index], relativePath: path.components[...index].joined(separator: "/"))
+        }
+    }
+
     /// True when the item at `relativePath` (names joined by `/`) named `name` is excluded.
     public func excludes(name: String, relativePath: String) -> Bool {
         patterns.contains { pattern in

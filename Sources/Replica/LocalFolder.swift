@@ -276,3 +276,21 @@ public struct LocalFolder: Sendable {
         }
     }
 }
+
+extension LocalFolder {
+    /// True when some process holds the file at `path` open for writing, so reading it
+    /// now could upload it half-written. A read lease (`F_SETLEASE F_RDLCK`) is refused
+    /// with EAGAIN exactly while a writer has the file open, and catches `mmap` writers
+    /// too. The lease needs ownership of the file or CAP_LEASE; where it cannot be taken
+    /// the answer is false and the quiet period alone protects the upload.
+    public func isOpenForWriting(_ path: RemotePath) -> Bool {
+        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        // F_SETLEASE = F_LINUX_SPECIFIC_BASE + 0; F_RDLCK = 0, F_UNLCK = 2.
+        let setLease: Int32 = 1024
+        guard fcntl(fd, setLease, Int32(F_RDLCK)) == 0 else { return errno == EAGAIN || errno == EBUSY }
+        _ = fcntl(fd, setLease, Int32(F_UNLCK))
+        return false
+    }
+}

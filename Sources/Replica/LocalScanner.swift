@@ -42,8 +42,14 @@ public struct LocalScanner: Sendable {
             throw ProviderError(.cannotSynchronize,
                                 "the sync folder \(root) is missing or not a folder; sync is stopped until it is back (was it unmounted or moved?)")
         }
+        return try scan(below: .root)
+    }
+
+    /// Scans everything below the folder at `top` (not `top` itself); a folder that is not
+    /// there gives nothing.
+    public func scan(below top: RemotePath) throws(ProviderError) -> LocalScan {
         var result = LocalScan()
-        var folders: [RemotePath] = [.root]
+        var folders: [RemotePath] = [top]
         while let folder = folders.popLast() {
             for entry in try list(folder, into: &result) {
                 result.entries[entry.path] = entry
@@ -51,6 +57,11 @@ public struct LocalScanner: Sendable {
             }
         }
         return result
+    }
+
+    /// True when the path or a folder above it is excluded.
+    public func excludes(_ path: RemotePath) -> Bool {
+        exclude.excludes(path)
     }
 
     func absolute(_ path: RemotePath) -> String {

@@ -35,9 +35,26 @@ public struct RunReport: Sendable {
 public final class StopFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
+    private var handlers: [@Sendable () -> Void] = []
     public init() {}
     public var isStopped: Bool { lock.withLock { stopped } }
-    public func stop() { lock.withLock { stopped = true } }
+    public func stop() {
+        let run = lock.withLock { () -> [@Sendable () -> Void] in
+            stopped = true
+            defer { handlers = [] }
+            return handlers
+        }
+        for handler in run { handler() }
+    }
+
+    /// Runs `handler` when the flag is set (at once if it is set already).
+    public func onStop(_ handler: @escaping @Sendable () -> Void) {
+        let now = lock.withLock { () -> Bool in
+            if !stopped { handlers.append(handler) }
+            return stopped
+        }
+        if now { handler() }
+    }
 
     /// Sleeps for `duration`, or less when stopped meanwhile.
     public func wait(for duration: Duration) async {

@@ -14,6 +14,9 @@ public struct PassResult: Sendable {
     public var report: RunReport
     /// Local names the scan could not sync (not UTF-8, too long), with why.
     public var skippedNames: [(path: String, reason: String)]
+    /// Settled paths not looked at yet because a writer still holds them open (with
+    /// whether their subtree was to be scanned); the watcher's queue takes them back.
+    public var heldBack: [RemotePath: Bool] = [:]
 }
 
 /// One reconciliation of a domain: clean up after earlier passes, scan the sync folder,
@@ -36,9 +39,9 @@ public struct SyncPass: Sendable {
         self.logger = logger
     }
 
-    /// Runs one pass. Throws when a side cannot be read (the sync folder is missing, the
-    /// server is unreachable): nothing is decided from a partial view.
-    public func run() async throws(ProviderError) -> PassResult {
+    /// Runs one pass over `scope`. Throws when a side cannot be read (the sync folder is
+    /// missing, the server is unreachable): nothing is decided from a partial view.
+    public func run(_ scope: PassScope = .full) async throws(ProviderError) -> PassResult {
         let provider = runner.provider
         let clock = ContinuousClock()
         var phases: [(String, Duration)] = []
@@ -48,26 +51,46 @@ public struct SyncPass: Sendable {
             mark = clock.now
         }
         defer {
-            logger.debug("pass phases: \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
+            logger.debug("pass phases (\(scope.label)): \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
         }
         let failures = try runner.recover()
         lap("recover")
-        let scan = try scanner.scan()
-        lap("local scan")
         let base = try provider.state.allItems()
-        let batch = try await provider.changes(since: try provider.state.syncAnchor(), base: base)
-        lap("remote walk")
-        var local: [RemotePath: LocalObservation] = [:]
-        local.reserveCapacity(scan.entries.count)
-        for (path, entry) in scan.entries {
-            local[path] = LocalObservation(kind: entry.kind, size: entry.stat.size, stat: entry.stat,
-                                           symlinkTarget: entry.symlinkTarget)
+        let recorded = Reconciler.paths(of: base)
+        var observed = try observe(scope, root: base.first { $0.id == .root }, recorded: recorded)
+        lap("local scan")
+        var remote: [RemotePath: RemoteEntry]
+        if scope.walksRemote {
+            let batch = try await provider.changes(since: try provider.state.syncAnchor(), base: base)
+            remote = batch.snapshot
+            if case .watched = scope {
+                // What changed on the server is looked at here too, whatever the watcher said.
+                let deleted = Set(batch.deleted)
+                let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
+                overlay(touched, on: &observed, recorded: recorded)
+            }
+        } else {
+            remote = Self.remoteAsRecorded(recorded)
         }
-        let plan = Reconciler.plan(base: base, local: local, remote: batch.snapshot, now: provider.clock.now(), host: host)
+        lap("remote walk")
+        // Excluded names are never synced either way; a record that an exclude pattern
+        // now covers is forgotten, so a new pattern never reads as deletions.
+        remote = remote.filter { !scanner.exclude.excludes($0.key) }
+        let excludedRecords = recorded.filter { !$0.key.isRoot && scanner.exclude.excludes($0.key) }
+        let covered = Set(excludedRecords.map(\.value.id))
+        let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
+        if observed.local.isEmpty, scope.isFull, massDelete != nil, recorded.count > 10 {
+            throw ProviderError(.cannotSynchronize,
+                                "the sync folder \(scanner.root) is empty but \(recorded.count - 1) items were synced; if it is a mount point, mount it again. If you emptied it on purpose, run `tidesync run --once --allow-mass-delete`")
+        }
+        var plan = Reconciler.plan(base: kept, local: observed.local, remote: remote, now: provider.clock.now(), host: host)
+        plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
-        guard !plan.isEmpty else { return PassResult(steps: 0, report: RunReport(), skippedNames: scan.skipped) }
+        guard !plan.isEmpty else {
+            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack)
+        }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
-        var context = PlanRunner.Context(remote: batch.snapshot, recorded: Reconciler.paths(of: base), failures: failures)
+        var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
         var held: ProviderError?
         if let verdict = massDelete?.check(plan, recorded: context.recorded), verdict.exceeded {
             context.withheld = Set(verdict.steps)
@@ -77,7 +100,7 @@ public struct SyncPass: Sendable {
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held }
-        return PassResult(steps: plan.count, report: report, skippedNames: scan.skipped)
+        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack)
     }
 
     /// `3 upload, 1 download` — the plan's steps counted by kind.

@@ -54,6 +54,13 @@ public struct RemotePath: Hashable, Sendable, Codable, CustomStringConvertible, 
             && RemotePath(validated: Array(components.prefix(other.components.count))) == other
     }
 
+    /// This path with its leading `old` (which it must lie at or below) replaced by `new`,
+    /// for the items below a folder that moved; nil when it does not lie below `old`.
+    public func replacingPrefix(_ old: RemotePath, with new: RemotePath) -> RemotePath? {
+        guard isDescendant(of: old) else { return nil }
+        return RemotePath(validated: new.components + components.dropFirst(old.components.count))
+    }
+
     /// `a/b/c`; "" for the root.
     public var description: String { components.joined(separator: "/") }
 

@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SyncEngine
+
+/// How much of each side a pass looks at.
+public enum PassScope: Sendable {
+    /// Scan the whole sync folder and walk the whole remote (the start, a lost event
+    /// queue, the hourly backstop, no watcher).
+    case full
+    /// Look at the paths the watcher says settled; everything else locally is as the
+    /// state DB recorded it. With `remote`, walk the remote too (and look at the local
+    /// side of whatever changed there); without, the remote is as recorded, and every
+    /// write is still guarded by the version it is based on.
+    case watched(SettledChanges, remote: Bool)
+
+    var isFull: Bool {
+        if case .full = self { return true }
+        if case .watched(let changes, _) = self { return changes.fullScan }
+        return false
+    }
+
+    var walksRemote: Bool {
+        if case .watched(let changes, let remote) = self { return remote || changes.fullScan }
+        return true
+    }
+
+    var label: String {
+        switch self {
+        case .full: "full"
+        case .watched(let changes, let remote):
+            changes.fullScan ? "full" : "\(changes.paths.count) path(s)\(remote ? " + remote" : "")"
+        }
+    }
+}
+
+/// The local side of a pass: what it observed, what it passed over.
+struct Observed {
+    var local: [RemotePath: LocalObservation] = [:]
+    var skipped: [(path: String, reason: String)] = []
+    var heldBack: [RemotePath: Bool] = [:]
+}
+
+extension SyncPass {
+    /// The local side as `scope` sees it.
+    func observe(_ scope: PassScope, root: ItemRecord?, recorded: [RemotePath: ItemRecord]) throws(ProviderError) -> Observed {
+        try checkRoot(root)
+        guard case .watched(let changes, _) = scope, !changes.fullScan else {
+            let scan = try scanner.scan()
+            var observed = Observed(skipped: scan.skipped)
+            observed.local.reserveCapacity(scan.entries.count)
+            for (path, entry) in scan.entries { observed.local[path] = Self.observation(entry) }
+            return observed
+        }
+        var observed = Observed(local: Self.localAsRecorded(recorded))
+        var fresh: [RemotePath: LocalObservation] = [:]
+        var replaced: Set<RemotePath> = []  // subtrees whose recorded view is dropped
+        for (path, subtree) in changes.paths.sorted(by: { $0.key.components.count < $1.key.components.count }) {
+            guard !path.isRoot || subtree else { continue }
+            guard !scanner.excludes(path) else { continue }
+            let top = path.isRoot ? nil : LocalScanner.entry(at: scanner.absolute(path), path: path)
+            if !path.isRoot && top == nil {
+                replaced.insert(path)
+                continue
+            }
+            if let top { fresh[path] = Self.observation(top) }
+            let folder = path.isRoot || top?.kind == .folder
+            if !folder || subtree || recorded[path]?.kind != .folder {
+                replaced.insert(path)
+            }
+            if folder && (subtree || recorded[path]?.kind != .folder) {
+                let scan = try scanner.scan(below: path)
+                observed.skipped += scan.skipped
+                for (below, entry) in scan.entries { fresh[below] = Self.observation(entry) }
+            }
+        }
+        if !replaced.isEmpty {
+            observed.local = observed.local.filter { path, _ in
+                var cursor = path
+                while true {
+                    if replaced.contains(cursor) { return false }
+                    if cursor.isRoot { return true }
+                    cursor = cursor.parent
+                }
+            }
+        }
+        // A file a writer still holds is not read now: it keeps its recorded state (or,
+        // moved, its recorded contents at its new place) and is looked at again later.
+        let byInode = Dictionary(recorded.values.compactMap { r in r.local.map { ($0.inode, r) } }, uniquingKeysWith: { a, _ in a })
+        for (path, observation) in fresh {
+            if observation.kind == .file, recorded[path]?.local != observation.stat,
+               runner.folder.isOpenForWriting(path) {
+                observed.heldBack[path] = false
+                let earlier = byInode[observation.stat.inode] ?? recorded[path]
+                if let earlier, let stat = earlier.local, earlier.kind == .file {
+                    observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
+                }
+                continue
+            }
+            observed.local[path] = observation
+        }
+        // Every folder above what was seen is there too (it may have settled earlier).
+        for path in fresh.keys where observed.local[path] != nil {
+            var cursor = path.parent
+            while !cursor.isRoot, observed.local[cursor] == nil {
+                guard let entry = LocalScanner.entry(at: scanner.absolute(cursor), path: cursor) else { break }
+                observed.local[cursor] = Self.observation(entry)
+                cursor = cursor.parent
+            }
+        }
+        return observed
+    }
+
+    /// Throws unless the sync folder is there and is the folder synced before (its inode
+    /// is recorded on the root's row at the first pass). A folder deleted and made again,
+    /// or a mount point whose file system is not mounted, is empty: read as "the user
+    /// deleted everything" it would delete the remote. Sync stops instead, saying why.
+    func checkRoot(_ root: ItemRecord?) throws(ProviderError) {
+        var st = stat()
+        guard lstat(scanner.root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+            throw ProviderError(.cannotSynchronize,
+                                "the sync folder \(scanner.root) is missing or not a folder; sync is stopped until it is back (was it unmounted or moved?)")
+        }
+        let inode = UInt64(st.st_ino)
+        guard var root else { return }
+        if let known = root.local?.inode, known != inode {
+            throw ProviderError(.cannotSynchronize,
+                                "the sync folder \(scanner.root) is not the folder synced before (it was deleted and made again, replaced, or it is a mount point whose file system is not mounted); sync is stopped so that nothing on the server is deleted. Put the old folder back or mount it; to start over with this folder instead, stop tidesync and move the domain's state DB away")
+        }
+        if root.local == nil {
+            root.local = LocalStat(inode: inode, size: 0, modificationTimeNanoseconds: 0)
+            try runner.provider.state.apply([.upsert(root)])
+        }
+    }
+
+    /// Replaces what `observed` holds at `paths` by what is there now.
+    func overlay(_ paths: [RemotePath], on observed: inout Observed, recorded: [RemotePath: ItemRecord]) {
+        for path in paths where !path.isRoot && !scanner.excludes(path) {
+            if let entry = LocalScanner.entry(at: scanner.absolute(path), path: path) {
+                observed.local[path] = Self.observation(entry)
+            } else if recorded[path] != nil {
+                observed.local[path] = nil
+            }
+        }
+    }
+
+    static func observation(_ entry: LocalScanEntry) -> LocalObservation {
+        LocalObservation(kind: entry.kind, size: entry.stat.size, stat: entry.stat, symlinkTarget: entry.symlinkTarget)
+    }
+
+    /// The local side as the state DB last recorded it.
+    static func localAsRecorded(_ recorded: [RemotePath: ItemRecord]) -> [RemotePath: LocalObservation] {
+        var result: [RemotePath: LocalObservation] = [:]
+        result.reserveCapacity(recorded.count)
+        for (path, record) in recorded where !path.isRoot {
+            if let stat = record.local {
+                result[path] = LocalObservation(kind: record.kind, size: stat.size, stat: stat, symlinkTarget: record.symlinkTarget)
+            } else if record.kind == .folder {
+                result[path] = LocalObservation(kind: .folder, size: 0, stat: LocalStat(inode: 0, size: 0, modificationTimeNanoseconds: 0))
+            }
+        }
+        return result
+    }
+
+    /// The remote side as the state DB last recorded it.
+    static func remoteAsRecorded(_ recorded: [RemotePath: ItemRecord]) -> [RemotePath: RemoteEntry] {
+        var result: [RemotePath: RemoteEntry] = [:]
+        result.reserveCapacity(recorded.count)
+        for (path, record) in recorded where !path.isRoot && (record.kind == .folder || record.remoteETag != nil) {
+            // A folder's recorded ETag is stale as soon as anything inside changes, and
+            // proves nothing on Apache anyway: folders count by existence.
+            let folder = record.kind == .folder || record.kind == .bundle
+            result[path] = RemoteEntry(path: path, kind: folder ? .folder : record.kind, size: record.size,
+                                       etag: folder ? nil : record.remoteETag, fileID: record.remoteFileID,
+                                       symlinkTarget: record.symlinkTarget)
+        }
+        return result
+    }
+}

@@ -1,0 +1,25 @@
+import SyncEngine
+
+/// What the watcher saw, in paths relative to the sync root. Events are hints: a path
+/// named here is stat'ed and compared with the state DB before anything is decided.
+public enum WatchEvent: Sendable, Hashable {
+    /// Something at the path was created, written, closed after writing, or had its
+    /// attributes changed (files and symlinks; a folder's own events say nothing).
+    case changed(RemotePath)
+    /// A folder appeared (created, or moved in from outside the sync folder): it and
+    /// everything below it are looked at, since files made in it before its watch
+    /// existed raised no event.
+    case folderAppeared(RemotePath)
+    /// The item at the path was deleted, or moved out of the sync folder.
+    case removed(RemotePath)
+    /// The item moved inside the sync folder (an `IN_MOVED_FROM`/`IN_MOVED_TO` pair).
+    case moved(from: RemotePath, to: RemotePath, isFolder: Bool)
+    /// Events were lost (`IN_Q_OVERFLOW`): the whole sync folder is scanned again.
+    case overflow
+    /// The folder at the path (and what is below it) could not be watched; `errno` says
+    /// why (ENOSPC: the watch limit). It is rescanned periodically instead.
+    case unwatched(RemotePath, errno: Int32)
+    /// The sync folder itself was deleted, moved away or unmounted. Nothing in it may be
+    /// read as deleted: sync stops until it is back.
+    case rootGone(String)
+}
