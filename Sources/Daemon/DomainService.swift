@@ -51,6 +51,15 @@ public final class DomainService: Sendable {
         self.logger = logger
     }
 
+    /// Syncs until stopped: the watcher's settled changes, the remote every
+    /// `poll_interval`, a full scan at the start and every `rescan_interval`.
+    public func runForever() async {
+        let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
+                                                                 rescanInterval: domain.rescanInterval),
+                            root: domain.localPath, exclude: exclude, stop: stop, logger: logger)
+        await live.run()
+    }
+
     /// Closes the remote's connections.
     public func close() async { await store.close() }
 
@@ -61,7 +70,7 @@ public final class DomainService: Sendable {
             if stop.isStopped { return .unfinished("stopped before both sides agreed") }
             do {
                 let result = try await pass.run()
-                report(result)
+                result.log(to: logger)
                 if result.steps == 0 || result.report.completes(result.steps) { return .converged }
                 if let parked = result.report.parked { return .failed(parked) }
                 last = result.report.failed.first.map { "\($0.path): \($0.error.message)" }
@@ -73,14 +82,5 @@ public final class DomainService: Sendable {
         return .unfinished(last)
     }
 
-    func retryDelay(_ failures: Int) -> Duration {
-        min(domain.pollInterval, .seconds(min(300, 5 << min(failures - 1, 6))))
-    }
 
-    func report(_ result: PassResult) {
-        for skipped in result.skippedNames { logger.warning("not synced: \(skipped.path): \(skipped.reason)") }
-        guard result.steps > 0 else { return }
-        let r = result.report
-        logger.info("pass done: \(r.succeeded) step(s) done, \(r.failed.count) failed, \(r.skipped) left for later, \(r.conflicts.count) conflict copies")
-    }
 }

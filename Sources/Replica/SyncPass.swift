@@ -17,6 +17,13 @@ public struct PassResult: Sendable {
     /// Settled paths not looked at yet because a writer still holds them open (with
     /// whether their subtree was to be scanned); the watcher's queue takes them back.
     public var heldBack: [RemotePath: Bool] = [:]
+
+    /// Logs what the pass passed over and, when it had steps, what it did.
+    public func log(to logger: Logger) {
+        for skipped in skippedNames { logger.warning("not synced: \(skipped.path): \(skipped.reason)") }
+        guard steps > 0 else { return }
+        logger.info("pass done: \(report.succeeded) step(s) done, \(report.failed.count) failed, \(report.skipped) left for later, \(report.conflicts.count) conflict copies")
+    }
 }
 
 /// One reconciliation of a domain: clean up after earlier passes, scan the sync folder,

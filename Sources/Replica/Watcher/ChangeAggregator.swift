@@ -96,15 +96,17 @@ public struct ChangeAggregator: Sendable {
 
     /// The earliest time something can be due; nil when nothing waits.
     public func deadline() -> ContinuousClock.Instant? {
-        var earliest = fullScanDue
-        for time in dueTimes().values { earliest = min(earliest ?? time, time) }
-        return earliest
+        if let full = fullScanDue { return full }
+        return dueTimes().values.min()
     }
 
     /// Removes and returns what is due at `now`; the first events of what it returns
     /// are the earliest of `firstSeen` (for `putBack`).
     public mutating func takeDue(at now: ContinuousClock.Instant) -> (changes: SettledChanges, firstSeen: ContinuousClock.Instant?) {
-        if let due = fullScanDue, due <= now { return takeAll() }
+        if let due = fullScanDue {
+            // What waits is covered by the full scan to come.
+            return due <= now ? takeAll() : (SettledChanges(), nil)
+        }
         var changes = SettledChanges()
         var first: ContinuousClock.Instant?
         for (path, time) in dueTimes() where time <= now {

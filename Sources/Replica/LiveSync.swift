@@ -3,15 +3,60 @@ import Glibc
 #endif
 import Foundation
 import Logging
-import Replica
 import SyncEngine
 
-extension DomainService {
-    /// How long a path may keep changing before it is synced anyway (a file written
-    /// forever, a writer that never closes): 30 quiet periods, at least 30 s.
-    var settleCap: Duration { max(domain.debounce * 30, .seconds(30)) }
-    /// How often folders the watch limit left unwatched are scanned.
-    var unwatchedRescanInterval: Duration { min(domain.pollInterval, .seconds(60)) }
+/// A domain's sync loop while the daemon runs: the watcher, the change queue and the
+/// passes they trigger.
+public final class LiveSync: Sendable {
+    /// The loop's timing, from the domain's config.
+    public struct Timing: Sendable {
+        /// How long a path must be quiet before it is looked at.
+        public var debounce: Duration
+        /// How often the remote is walked.
+        public var pollInterval: Duration
+        /// How often the whole sync folder is scanned (the backstop).
+        public var rescanInterval: Duration
+
+        public init(debounce: Duration, pollInterval: Duration, rescanInterval: Duration) {
+            self.debounce = debounce
+            self.pollInterval = pollInterval
+            self.rescanInterval = rescanInterval
+        }
+
+        /// How long a path may keep changing before it is synced anyway (a file written
+        /// forever, a writer that never closes): 30 quiet periods, at least 30 s.
+        public var settleCap: Duration { max(debounce * 30, .seconds(30)) }
+        /// How often folders the watch limit left unwatched are scanned.
+        public var unwatchedRescanInterval: Duration { min(pollInterval, .seconds(60)) }
+    }
+
+    public let pass: SyncPass
+    public let timing: Timing
+    /// Where the watcher leaves its events; tests add their own (a lost queue, …).
+    public let queue: ChangeQueue
+    let root: String
+    let exclude: ExcludeList
+    let stop: StopFlag
+    let logger: Logger
+    let addWatch: @Sendable (Int32, String, UInt32) -> Int32
+
+    public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
+                addWatch: @escaping @Sendable (Int32, String, UInt32) -> Int32 = { inotify_add_watch($0, $1, $2) }) {
+        self.pass = pass
+        self.timing = timing
+        self.root = root
+        self.exclude = exclude
+        self.stop = stop
+        self.logger = logger
+        self.addWatch = addWatch
+        queue = ChangeQueue(debounce: timing.debounce, cap: timing.settleCap)
+    }
+
+    /// How long a parked domain waits before trying again (5 s doubling, at most 5 min
+    /// or `poll_interval`).
+    public func retryDelay(_ failures: Int) -> Duration {
+        min(timing.pollInterval, .seconds(min(300, 5 << min(max(failures, 1) - 1, 6))))
+    }
 
     /// Syncs until stopped. Local changes come from the inotify watcher: each path is
     /// looked at once it settled (`debounce`), and only what really differs from the
@@ -19,14 +64,13 @@ extension DomainService {
     /// whole sync folder is scanned at the start, after lost events, and every
     /// `rescan_interval` as the backstop. A parked domain (server unreachable, …) waits
     /// and tries again; events keep being collected meanwhile.
-    public func runForever() async {
-        let queue = ChangeQueue(debounce: domain.debounce, cap: settleCap)
-        stop.onStop { queue.wakeup.signal() }
+    public func run() async {
+        stop.onStop { [queue] in queue.wakeup.signal() }
         var watcher = startWatcher(queue)
         defer { watcher?.stop() }
         let clock = ContinuousClock()
         var needFull = true
-        var nextRemote = clock.now, nextRescan = clock.now + domain.rescanInterval
+        var nextRemote = clock.now, nextRescan = clock.now + timing.rescanInterval
         var followUp: ContinuousClock.Instant?
         var retryAt: ContinuousClock.Instant?
         var parkedFor = 0
@@ -45,7 +89,7 @@ extension DomainService {
             if !newlyUnwatched.isEmpty {
                 warnUnwatched(newlyUnwatched, known: unwatched)
                 unwatched.formUnion(newlyUnwatched.keys)
-                nextUnwatched = nextUnwatched ?? clock.now + unwatchedRescanInterval
+                nextUnwatched = nextUnwatched ?? clock.now + timing.unwatchedRescanInterval
             }
             let now = clock.now
             if let retry = retryAt, now < retry {
@@ -58,7 +102,7 @@ extension DomainService {
                     retryAt = now + retryDelay(max(1, parkedFor))
                     continue
                 }
-                logger.notice("the sync folder \(domain.localPath) is back; scanning it")
+                logger.notice("the sync folder \(root) is back; scanning it")
                 rootGone = false
                 watcher?.stop()
                 watcher = startWatcher(queue)
@@ -79,7 +123,7 @@ extension DomainService {
                 let scope: PassScope = full ? .full : .watched(settled, remote: remoteDue)
                 do throws(ProviderError) {
                     let result = try await pass.run(scope)
-                    report(result)
+                    result.log(to: logger)
                     if !result.heldBack.isEmpty {
                         logger.debug("\(result.heldBack.count) file(s) still open for writing; looked at again later")
                         queue.putBack(result.heldBack, firstSeen: firstSeen ?? now)
@@ -87,14 +131,14 @@ extension DomainService {
                     if let parked = result.report.parked { throw parked }
                     if full || settled.fullScan {
                         needFull = false
-                        nextRescan = now + domain.rescanInterval
+                        nextRescan = now + timing.rescanInterval
                     }
-                    if full || remoteDue || settled.fullScan { nextRemote = now + domain.pollInterval }
+                    if full || remoteDue || settled.fullScan { nextRemote = now + timing.pollInterval }
                     followUp = nil
                     if result.steps > 0 && !result.report.completes(result.steps) {
                         // Work is left: at once when this pass got somewhere, otherwise
                         // when the failed items' backoff allows.
-                        followUp = result.report.succeeded > 0 ? now : now + min(domain.pollInterval, .seconds(60))
+                        followUp = result.report.succeeded > 0 ? now : now + min(timing.pollInterval, .seconds(60))
                     }
                     parkedFor = 0
                 } catch {
@@ -119,9 +163,9 @@ extension DomainService {
     /// used: the domain is then scanned every `poll_interval` instead.
     func startWatcher(_ queue: ChangeQueue) -> InotifyWatcher? {
         do {
-            let watcher = try InotifyWatcher(root: domain.localPath, exclude: exclude)
+            let watcher = try InotifyWatcher(root: root, exclude: exclude, addWatch: addWatch)
             watcher.start { queue.add($0) }
-            logger.debug("watching \(watcher.watchCount) folder(s) under \(domain.localPath)")
+            logger.debug("watching \(watcher.watchCount) folder(s) under \(root)")
             return watcher
         } catch {
             logger.warning("\(error.message)", metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
@@ -131,15 +175,15 @@ extension DomainService {
 
     func rootIsBack() -> Bool {
         var st = stat()
-        return lstat(domain.localPath, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
+        return lstat(root, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
     }
 
     /// Says once per new batch that folders are not watched, why, and what to do.
     func warnUnwatched(_ paths: [RemotePath: Int32], known: Set<RemotePath>) {
         let fresh = paths.filter { !known.contains($0.key) }
         guard let (path, code) = fresh.min(by: { $0.key < $1.key }) else { return }
-        let place = path.isRoot ? domain.localPath : domain.localPath + "/" + path.description
-        let every = "they are scanned every \(Int(unwatchedRescanInterval.components.seconds)) s instead"
+        let place = path.isRoot ? root : root + "/" + path.description
+        let every = "they are scanned every \(Int(timing.unwatchedRescanInterval.components.seconds)) s instead"
         if code == ENOSPC {
             let limit = (try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
