@@ -19,8 +19,8 @@ public struct ExcludeList: Sendable, Equatable {
     /// editor backups and swap files, office lock files, partial downloads, atomic-save
     /// temporaries, NFS silly renames. A domain's `exclude` patterns add to it.
     public static let defaultPatterns = [
-        "*~", ".*.swp", "4913", ".~lock.*#", "~$*", "*.part", "*.crdownload", ".goutputstream-*", ".nfs*",
-        ".dat.nosync*", ".tidesync-*",
+        "*~", ".*~", ".*.swp", ".*.swx", "4913", ".#*", "\\#*#", ".~lock.*#", "~$*", "*.part", "*.crdownload",
+        ".goutputstream-*", ".nfs*", ".dat.nosync*", ".tidesync-*",
     ]
 
     /// `patterns` plus the built-in ones; blank lines and `#` comments are dropped.

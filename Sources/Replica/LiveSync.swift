@@ -39,6 +39,17 @@ public final class LiveSync: Sendable {
     let stop: StopFlag
     let logger: Logger
     let addWatch: @Sendable (Int32, String, UInt32) -> Int32
+    private let counters = Locked(Counters())
+
+    struct Counters {
+        var passes = 0
+        var busy = false
+    }
+
+    /// How many passes finished since the start.
+    public var passes: Int { counters.withLock { $0.passes } }
+    /// True while a pass runs.
+    public var isBusy: Bool { counters.withLock { $0.busy } }
 
     public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
                 addWatch: @escaping @Sendable (Int32, String, UInt32) -> Int32 = { inotify_add_watch($0, $1, $2) }) {
@@ -77,6 +88,7 @@ public final class LiveSync: Sendable {
         var unwatched: Set<RemotePath> = []
         var nextUnwatched: ContinuousClock.Instant?
         var rootGone = false
+        var overflowsSeen = 0
 
         while !stop.isStopped {
             if let why = queue.takeRootGone() {
@@ -121,9 +133,17 @@ public final class LiveSync: Sendable {
             let (settled, firstSeen) = full ? queue.takeAll() : queue.takeDue()
             if full || remoteDue || !settled.isEmpty {
                 let scope: PassScope = full ? .full : .watched(settled, remote: remoteDue)
+                let overflows = queue.overflowCount
+                if overflows > overflowsSeen {
+                    overflowsSeen = overflows
+                    logger.warning("inotify lost events (queue overflow, \(overflows) since the start): scanning the whole sync folder")
+                }
+                counters.withLock { $0.busy = true }
+                defer { counters.withLock { $0.busy = false } }
                 do throws(ProviderError) {
                     let result = try await pass.run(scope)
                     result.log(to: logger)
+                    counters.withLock { $0.passes += 1 }
                     if !result.heldBack.isEmpty {
                         logger.debug("\(result.heldBack.count) file(s) still open for writing; looked at again later")
                         queue.putBack(result.heldBack, firstSeen: firstSeen ?? now)
@@ -196,4 +216,12 @@ public final class LiveSync: Sendable {
             logger.warning("cannot watch \(fresh.count) folder(s) such as \(place): \(String(cString: strerror(code))); \(every)")
         }
     }
+}
+
+/// A value behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }

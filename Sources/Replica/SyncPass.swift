@@ -86,10 +86,6 @@ public struct SyncPass: Sendable {
         let excludedRecords = recorded.filter { !$0.key.isRoot && scanner.exclude.excludes($0.key) }
         let covered = Set(excludedRecords.map(\.value.id))
         let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
-        if observed.local.isEmpty, scope.isFull, massDelete != nil, recorded.count > 10 {
-            throw ProviderError(.cannotSynchronize,
-                                "the sync folder \(scanner.root) is empty but \(recorded.count - 1) items were synced; if it is a mount point, mount it again. If you emptied it on purpose, run `tidesync run --once --allow-mass-delete`")
-        }
         var plan = Reconciler.plan(base: kept, local: observed.local, remote: remote, now: provider.clock.now(), host: host)
         plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
@@ -99,7 +95,13 @@ public struct SyncPass: Sendable {
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
         var held: ProviderError?
-        if let verdict = massDelete?.check(plan, recorded: context.recorded), verdict.exceeded {
+        if observed.local.isEmpty, scope.isFull, massDelete != nil, recorded.count > 10 {
+            // An empty sync folder is far more often a file system that is not mounted
+            // than a user who deleted everything.
+            context.withheld = Set(plan.indices.filter { plan[$0].isDeletion })
+            held = ProviderError(.massDeletePaused,
+                                 "the sync folder \(scanner.root) is empty but \(recorded.count) items were synced; deletions are paused. If it is a mount point, mount it again; if you emptied it on purpose, run `tidesync run --once --allow-mass-delete`")
+        } else if let verdict = massDelete?.check(plan, recorded: context.recorded), verdict.exceeded {
             context.withheld = Set(verdict.steps)
             held = ProviderError(.massDeletePaused,
                                  "this pass would delete \(verdict.deletedItems) items (more than max_delete = \(massDelete!.limit), or half of the domain); deletions are paused. If that is what you want, run `tidesync run --once --allow-mass-delete`; otherwise put the files back")

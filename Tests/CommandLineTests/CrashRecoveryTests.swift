@@ -9,7 +9,7 @@ import Glibc
 /// no temporary or partial file is left on either side, and nothing else changed.
 @Suite("crash recovery of the real binary", .serialized,
        .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
-final class CrashRecoveryTests {
+final class CrashRecoveryTests: @unchecked Sendable {
     let home: String
     let local: String
     /// The remote's files on disk (the server's disk for Apache).
@@ -73,33 +73,49 @@ final class CrashRecoveryTests {
     }
 
     /// Runs `tidesync run --once` to the end.
-    func runToEnd() throws -> Binary.Result {
+    func runToEnd() async throws -> Binary.Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binary.path!)
         process.arguments = ["run", "--once"]
         process.environment = environment
-        let err = Pipe()
-        process.standardError = err
+        let log = home + "/run-once.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        await Self.exit(of: process)
+        let errors = FileManager.default.contents(atPath: log) ?? Data()
         return Binary.Result(status: process.terminationStatus, output: "", errors: String(decoding: errors, as: UTF8.self))
     }
 
-    /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
-    func wait(for process: Process, seconds: Double, until condition: () -> Bool) -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end, process.isRunning {
-            if condition() { return true }
-            usleep(20_000)
+    /// Waits for `process` to end without blocking a thread: tests share a few threads
+    /// (one per core), and a test blocked in waitpid stalls every other test's tasks.
+    static func exit(of process: Process) async {
+        let box = UncheckedBox(process)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread { box.value.waitUntilExit(); done.resume() }.start()
         }
-        return condition()
     }
 
-    func kill9(_ process: Process) {
+    /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
+    /// Polls on a thread of its own, so the moment is caught even when the test threads are busy.
+    func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
+        let box = UncheckedBox(process)
+        return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            Thread {
+                let end = Date().addingTimeInterval(seconds)
+                while Date() < end, box.value.isRunning {
+                    if condition() { return done.resume(returning: true) }
+                    usleep(20_000)
+                }
+                done.resume(returning: condition())
+            }.start()
+        }
+    }
+
+    func kill9(_ process: Process) async {
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await Self.exit(of: process)
     }
 
     /// Every file below `root` with its size and a checksum, folders as -1; tidesync's lock
@@ -169,8 +185,8 @@ final class CrashRecoveryTests {
         try handle.close()
     }
 
-    func expectConverged(_ expected: [String: String], sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let result = try runToEnd()
+    func expectConverged(_ expected: [String: String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let result = try await runToEnd()
         #expect(result.status == 0, "\(result.errors.suffix(2000))", sourceLocation: sourceLocation)
         let localTree = Self.tree(local), remoteTree = Self.tree(remoteDisk)
         #expect(Self.temporaries(localTree).isEmpty, "local temporaries: \(Self.temporaries(localTree))", sourceLocation: sourceLocation)
@@ -180,25 +196,29 @@ final class CrashRecoveryTests {
     }
 
     @Test("kill -9 during the upload of a 300 MiB file", arguments: Remote.available)
-    func killDuringUpload(remote: Remote) throws {
+    func killDuringUpload(remote: Remote) async throws {
         try configure(remote)
         try Self.makeBigFile(local + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: local + "/small.txt"))
         let expected = Self.tree(local)
         let daemon = try start()
         let partial = remote == .apache ? ".davfs.tmp" : ".tidesync-tmp-"
-        let caught = wait(for: daemon, seconds: 60) { Self.partialSize(in: remoteDisk, prefix: partial) > 20 << 20 }
         // The store's PUT is atomic (Apache: .davfs.tmp renamed when complete): while the
         // bytes arrive, no reader sees a file under the real name.
-        let visibleEarly = FileManager.default.fileExists(atPath: remoteDisk + "/big.bin")
-        kill9(daemon)
+        let visibleEarly = Flag()
+        let caught = await wait(for: daemon, seconds: 60) { [remoteDisk] in
+            guard Self.partialSize(in: remoteDisk, prefix: partial) > 20 << 20 else { return false }
+            visibleEarly.value = FileManager.default.fileExists(atPath: remoteDisk + "/big.bin")
+            return true
+        }
+        await kill9(daemon)
         #expect(caught, "the upload was never seen in progress")
-        #expect(!visibleEarly, "a partial upload was visible under its real name")
-        try expectConverged(expected)
+        #expect(!visibleEarly.value, "a partial upload was visible under its real name")
+        try await expectConverged(expected)
     }
 
     @Test("kill -9 during the download of a 300 MiB file", arguments: Remote.available)
-    func killDuringDownload(remote: Remote) throws {
+    func killDuringDownload(remote: Remote) async throws {
         try configure(remote)
         try Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: remoteDisk + "/small.txt"))
@@ -209,14 +229,14 @@ final class CrashRecoveryTests {
         }
         let expected = Self.tree(remoteDisk)
         let daemon = try start()
-        let caught = wait(for: daemon, seconds: 60) { Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
-        kill9(daemon)
+        let caught = await wait(for: daemon, seconds: 60) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
+        await kill9(daemon)
         #expect(caught, "the download was never seen in progress")
-        try expectConverged(expected)
+        try await expectConverged(expected)
     }
 
     @Test("SIGTERM stops the running daemon gracefully with exit status 0")
-    func sigterm() throws {
+    func sigterm() async throws {
         try configure(.localDirectory)
         try Data("x".utf8).write(to: URL(fileURLWithPath: local + "/x.txt"))
         let process = Process()
@@ -225,15 +245,15 @@ final class CrashRecoveryTests {
         process.environment = environment
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let synced = wait(for: process, seconds: 30) { FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
+        let synced = await wait(for: process, seconds: 30) { [remoteDisk] in FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
         #expect(synced)
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        await Self.exit(of: process)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
     @Test("kill -9 at random moments of a 2 000-file initial sync", arguments: Remote.available)
-    func killDuringInitialSync(remote: Remote) throws {
+    func killDuringInitialSync(remote: Remote) async throws {
         try configure(remote, transfers: 8)
         var generator = SeededGenerator(seed: 20261123)
         for index in 0..<2000 {
@@ -246,10 +266,11 @@ final class CrashRecoveryTests {
         let expected = Self.tree(local)
         for round in 0..<4 {
             let daemon = try start()
-            usleep(UInt32.random(in: 150_000...900_000, using: &generator) * UInt32(round + 1))
-            kill9(daemon)
+            let pause = UInt64.random(in: 150...900, using: &generator) * UInt64(round + 1)
+            try await Task.sleep(for: .milliseconds(pause))
+            await kill9(daemon)
         }
-        try expectConverged(expected)
+        try await expectConverged(expected)
     }
 }
 
@@ -264,4 +285,15 @@ struct SeededGenerator: RandomNumberGenerator {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Hands a non-Sendable value to a helper thread the test waits for.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// A flag a helper thread sets while the test waits for it.
+final class Flag: @unchecked Sendable {
+    var value = false
 }
