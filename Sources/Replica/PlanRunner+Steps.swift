@@ -14,20 +14,67 @@ extension PlanRunner {
         switch step {
         case .createRemoteFolder(let path, let item):
             let local = try present(path, kind: .folder)
-            try await provider.makeRemoteFolder(at: path, item: item, local: local.stat, operation: operation)
+            if item == nil, let parent = try provider.itemID(at: path.parent) {
+                _ = try await provider.createItem(basedOn: ItemTemplate(parentID: parent, name: path.name, kind: .folder, local: local.stat),
+                                                  contents: nil, options: WriteOptions(journalEntry: operation), progress: nil)
+            } else {
+                try await provider.makeRemoteFolder(at: path, item: item, local: local.stat, operation: operation)
+            }
         case .upload(let path, let condition, let source, let item):
             _ = try present(path, kind: .file, stat: source)
-            try await provider.upload(URL(fileURLWithPath: folder.absolute(path)), to: path, condition: condition,
-                                      source: source, item: item, operation: operation)
+            let contents = URL(fileURLWithPath: folder.absolute(path))
+            let options = WriteOptions(journalEntry: operation)
+            switch (condition, item) {
+            case (.mustMatch(let base), let item?) where try provider.path(of: item) == path:
+                // An edit of an item the engine knows: modifyItem, guarded by its base version.
+                let template = ItemTemplate(id: item, parentID: try provider.itemID(at: path.parent) ?? .root, name: path.name,
+                                            kind: .file, local: source)
+                _ = try await provider.modifyItem(template, baseVersion: ItemVersion(content: base), changedFields: .contents,
+                                                  contents: contents, options: options, progress: nil)
+            case (.mustNotExist, nil):
+                if let parent = try provider.itemID(at: path.parent) {
+                    _ = try await provider.createItem(basedOn: ItemTemplate(parentID: parent, name: path.name, kind: .file, local: source),
+                                                      contents: contents, options: options, progress: nil)
+                } else {
+                    try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation)
+                }
+            default:
+                try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation)
+            }
         case .createRemoteSymlink(let path, let target, let condition, let item):
             let local = try present(path, kind: .symlink)
             guard local.symlinkTarget == target else { throw changedSincePlan(path) }
-            try await provider.makeRemoteSymlink(at: path, target: target, condition: condition, source: local.stat,
-                                                 item: item, operation: operation)
+            if case .mustNotExist = condition, item == nil, let parent = try provider.itemID(at: path.parent) {
+                let template = ItemTemplate(parentID: parent, name: path.name, kind: .symlink, symlinkTarget: target, local: local.stat)
+                _ = try await provider.createItem(basedOn: template, contents: nil, options: WriteOptions(journalEntry: operation),
+                                                  progress: nil)
+            } else {
+                try await provider.makeRemoteSymlink(at: path, target: target, condition: condition, source: local.stat,
+                                                     item: item, operation: operation)
+            }
         case .moveRemote(let from, let to, let version, let item):
-            try await provider.moveRemote(from: from, to: to, version: version, item: item, operation: operation)
+            if try provider.path(of: item) == from, let record = try provider.state.item(item),
+               let parent = try provider.itemID(at: to.parent) {
+                // A rename or move of an item the engine knows: modifyItem of its name and
+                // parent, one remote MOVE.
+                var changed: ItemFields = []
+                if to.name != from.name { changed.insert(.filename) }
+                if to.parent != from.parent { changed.insert(.parentItemIdentifier) }
+                let template = ItemTemplate(id: item, parentID: parent, name: to.name, kind: record.kind,
+                                            symlinkTarget: record.symlinkTarget, local: record.local)
+                _ = try await provider.modifyItem(template, baseVersion: ItemVersion(content: version ?? record.remoteETag),
+                                                  changedFields: changed, contents: nil,
+                                                  options: WriteOptions(journalEntry: operation), progress: nil)
+            } else {
+                try await provider.moveRemote(from: from, to: to, version: version, item: item, operation: operation)
+            }
         case .deleteRemote(let path, let version, let item):
-            try await provider.deleteRemote(path, version: version, item: item, operation: operation)
+            if try provider.path(of: item) == path {
+                try await provider.deleteItem(item, baseVersion: ItemVersion(content: version),
+                                              options: WriteOptions(journalEntry: operation))
+            } else {
+                try await provider.deleteRemote(path, version: version, item: item, operation: operation)
+            }
         case .createLocalFolder(let path, let item):
             let stat = try folder.makeFolder(at: path)
             try provider.record(at: path, item: item, kind: .folder, remote: context.remote[path], local: stat,

@@ -48,6 +48,15 @@ public struct ItemTemplate: Hashable, Sendable {
     }
 }
 
+/// How a write call is carried out.
+public struct WriteOptions: Hashable, Sendable {
+    /// The journal entry (pending operation) the call completes, in the same transaction
+    /// that records its result; nil when the caller journaled nothing.
+    public var journalEntry: Int64?
+
+    public init(journalEntry: Int64? = nil) { self.journalEntry = journalEntry }
+}
+
 /// An item as the engine knows it: its middle-man record and its path now.
 public struct Item: Hashable, Sendable {
     public var record: ItemRecord
@@ -106,18 +115,18 @@ public protocol ReplicatedProvider: Sendable {
 
     /// Creates `template` remotely (a folder, a symlink, or a file with the bytes of
     /// `contents`); `filenameCollision` when another item has that name remotely.
-    func createItem(basedOn template: ItemTemplate, contents: URL?,
+    func createItem(basedOn template: ItemTemplate, contents: URL?, options: WriteOptions,
                     progress: TransferProgress?) async throws(ProviderError) -> Item
 
     /// Applies `changedFields` of `template` to the item remotely, guarded by `baseVersion`:
     /// a rename or move is one remote MOVE; new contents are one guarded upload.
     func modifyItem(_ template: ItemTemplate, baseVersion: ItemVersion, changedFields: ItemFields,
-                    contents: URL?, progress: TransferProgress?) async throws(ProviderError) -> Item
+                    contents: URL?, options: WriteOptions, progress: TransferProgress?) async throws(ProviderError) -> Item
 
     /// Deletes the item remotely (a folder with its subtree) and forgets it. Rejected
     /// (`deletionRejected`) when the remote item, or anything below a folder, changed
     /// since `baseVersion` / since the last sync: the replica must bring it back.
-    func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion) async throws(ProviderError)
+    func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion, options: WriteOptions) async throws(ProviderError)
 
     /// Downloads the item's bytes into `destination` (a new file the caller owns), only if
     /// the remote still has `version` when given.
@@ -132,4 +141,24 @@ public protocol ReplicatedProvider: Sendable {
 
     /// The remote changes since `anchor` (nil: everything), and the next anchor.
     func changes(since anchor: SyncAnchor?) async throws(ProviderError) -> ChangeBatch
+}
+
+extension ReplicatedProvider {
+    /// `createItem` with no journal entry.
+    public func createItem(basedOn template: ItemTemplate, contents: URL?,
+                           progress: TransferProgress?) async throws(ProviderError) -> Item {
+        try await createItem(basedOn: template, contents: contents, options: WriteOptions(), progress: progress)
+    }
+
+    /// `modifyItem` with no journal entry.
+    public func modifyItem(_ template: ItemTemplate, baseVersion: ItemVersion, changedFields: ItemFields,
+                           contents: URL?, progress: TransferProgress?) async throws(ProviderError) -> Item {
+        try await modifyItem(template, baseVersion: baseVersion, changedFields: changedFields, contents: contents,
+                             options: WriteOptions(), progress: progress)
+    }
+
+    /// `deleteItem` with no journal entry.
+    public func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion) async throws(ProviderError) {
+        try await deleteItem(id, baseVersion: baseVersion, options: WriteOptions())
+    }
 }

@@ -10,15 +10,16 @@ extension SyncProvider: ReplicatedProvider {
         return Item(record: record, path: try requirePath(of: id))
     }
 
-    public func createItem(basedOn template: ItemTemplate, contents: URL?,
+    public func createItem(basedOn template: ItemTemplate, contents: URL?, options: WriteOptions,
                            progress: TransferProgress?) async throws(ProviderError) -> Item {
         let path = try requirePath(of: template.parentID).appending(template.name)
-        let record = try await write(template, at: path, condition: .mustNotExist, contents: contents, progress: progress)
+        let record = try await write(template, at: path, condition: .mustNotExist, contents: contents,
+                                     operation: options.journalEntry, progress: progress)
         return Item(record: record, path: path)
     }
 
     public func modifyItem(_ template: ItemTemplate, baseVersion: ItemVersion, changedFields: ItemFields,
-                           contents: URL?, progress: TransferProgress?) async throws(ProviderError) -> Item {
+                           contents: URL?, options: WriteOptions, progress: TransferProgress?) async throws(ProviderError) -> Item {
         guard let id = template.id, let current = try state.item(id) else {
             throw ProviderError(.noSuchItem, "modifyItem needs an item the engine knows")
         }
@@ -26,8 +27,11 @@ extension SyncProvider: ReplicatedProvider {
         if !changedFields.isDisjoint(with: [.filename, .parentItemIdentifier]) {
             let destination = try requirePath(of: template.parentID).appending(template.name)
             if destination != path {
+                // A move that is the whole change completes the journal entry; one followed
+                // by new contents leaves that to the upload.
+                let last = !changedFields.contains(.contents) || current.kind == .folder
                 try await moveRemote(from: path, to: destination, version: current.kind == .folder ? nil : baseVersion.content,
-                                     item: id, operation: nil)
+                                     item: id, operation: last ? options.journalEntry : nil)
                 path = destination
             }
         }
@@ -37,14 +41,19 @@ extension SyncProvider: ReplicatedProvider {
         guard let base = baseVersion.content else {
             throw ProviderError(.versionMismatch, "\(path) has no remote version to base a modification on")
         }
-        let record = try await write(template, at: path, condition: .mustMatch(base), contents: contents, progress: progress)
+        let record = try await write(template, at: path, condition: .mustMatch(base), contents: contents,
+                                     operation: options.journalEntry, progress: progress)
         return Item(record: record, path: path)
     }
 
-    public func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion) async throws(ProviderError) {
-        guard let record = try state.item(id) else { return }
+    public func deleteItem(_ id: ItemIdentifier, baseVersion: ItemVersion, options: WriteOptions) async throws(ProviderError) {
+        guard let record = try state.item(id) else {
+            if let entry = options.journalEntry { try state.apply([.completeOperation(entry)]) }
+            return
+        }
         let path = try requirePath(of: id)
-        try await deleteRemote(path, version: record.kind == .folder ? nil : baseVersion.content, item: id, operation: nil)
+        try await deleteRemote(path, version: record.kind == .folder ? nil : baseVersion.content, item: id,
+                               operation: options.journalEntry)
     }
 
     public func fetchContents(for id: ItemIdentifier, version: ItemVersion?, into destination: URL,
@@ -109,19 +118,19 @@ extension SyncProvider: ReplicatedProvider {
 
     /// Creates or replaces `template` at `path` under `condition`.
     private func write(_ template: ItemTemplate, at path: RemotePath, condition: WriteCondition, contents: URL?,
-                       progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
+                       operation: Int64?, progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
         switch template.kind {
         case .folder:
-            return try await makeRemoteFolder(at: path, item: template.id, local: template.local, operation: nil)
+            return try await makeRemoteFolder(at: path, item: template.id, local: template.local, operation: operation)
         case .symlink:
             return try await makeRemoteSymlink(at: path, target: template.symlinkTarget ?? "", condition: condition,
-                                               source: template.local, item: template.id, operation: nil)
+                                               source: template.local, item: template.id, operation: operation)
         case .file, .bundle:
             guard let contents, let local = template.local else {
                 throw ProviderError(.cannotSynchronize, "\(path): a file needs its contents and their local stat")
             }
             return try await upload(contents, to: path, condition: condition, source: local, item: template.id,
-                                    operation: nil, progress: progress)
+                                    operation: operation, progress: progress)
         }
     }
 }
