@@ -103,8 +103,6 @@ extension ConfigValidator {
             )
         }
         let effects = [
-            ("debounce", "the built-in timing is used"),
-            ("rescan_interval", "the built-in timing is used"),
             ("bundle_extensions", "directories with these extensions sync as ordinary folders"),
         ]
         for (key, effect) in effects where table.contains(key: key) {
