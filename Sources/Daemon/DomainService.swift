@@ -71,6 +71,10 @@ public final class DomainService: Sendable {
             do {
                 let result = try await pass.run()
                 result.log(to: logger)
+                if !result.heldBack.isEmpty {
+                    last = "\(result.heldBack.count) file(s) are still open for writing, such as \(result.heldBack.keys.min()!); run again when they are closed"
+                    continue
+                }
                 if result.steps == 0 || result.report.completes(result.steps) { return .converged }
                 if let parked = result.report.parked { return .failed(parked) }
                 last = result.report.failed.first.map { "\($0.path): \($0.error.message)" }

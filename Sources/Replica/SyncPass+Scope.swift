@@ -51,7 +51,17 @@ extension SyncPass {
             let scan = try scanner.scan()
             var observed = Observed(skipped: scan.skipped)
             observed.local.reserveCapacity(scan.entries.count)
-            for (path, entry) in scan.entries { observed.local[path] = Self.observation(entry) }
+            for (path, entry) in scan.entries {
+                if entry.kind == .file, recorded[path]?.local != entry.stat, runner.folder.isOpenForWriting(path) {
+                    // Changed and still being written: looked at again once the writer is done.
+                    observed.heldBack[path] = false
+                    if let record = recorded[path], let stat = record.local, record.kind == .file {
+                        observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
+                    }
+                    continue
+                }
+                observed.local[path] = Self.observation(entry)
+            }
             return observed
         }
         var observed = Observed(local: Self.localAsRecorded(recorded))
