@@ -100,8 +100,12 @@ extension SyncPass {
         // moved, its recorded contents at its new place) and is looked at again later.
         let byInode = Dictionary(recorded.values.compactMap { r in r.local.map { ($0.inode, r) } }, uniquingKeysWith: { a, _ in a })
         for (path, observation) in fresh {
-            if observation.kind == .file, recorded[path]?.local != observation.stat,
-               runner.folder.isOpenForWriting(path) {
+            if observation.kind == .file, recorded[path]?.local != observation.stat, runner.folder.isOpenForWriting(path) {
+                if changes.overdue.contains(path) {
+                    logger.notice("\(path) has been open for writing or changing for a long time; syncing it as it is now")
+                    observed.local[path] = observation
+                    continue
+                }
                 observed.heldBack[path] = false
                 let earlier = byInode[observation.stat.inode] ?? recorded[path]
                 if let earlier, let stat = earlier.local, earlier.kind == .file {

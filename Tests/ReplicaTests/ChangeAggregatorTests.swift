@@ -35,7 +35,9 @@ import Testing
         for ms in stride(from: 0, through: 12_000, by: 100) { a.add(.changed(p("log")), at: at(ms)) }
         // Never quiet for 1 s, but due 10 s after its first event.
         #expect(a.deadline() == at(10_000))
-        #expect(a.takeDue(at: at(10_000)).changes.paths == [p("log"): false])
+        let due = a.takeDue(at: at(10_000)).changes
+        #expect(due.paths == [p("log"): false])
+        #expect(due.overdue == [p("log")], "synced as it is, even if a writer still holds it")
     }
 
     @Test func bothEndsOfAMoveAreDueTogether() {

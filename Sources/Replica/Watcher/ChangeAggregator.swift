@@ -7,10 +7,14 @@ public struct SettledChanges: Sendable, Equatable {
     public var paths: [RemotePath: Bool] = [:]
     /// Events were lost (or the loop asked for it): the whole sync folder is scanned.
     public var fullScan = false
+    /// Paths that reached the cap (changing, or held open by a writer, for that long):
+    /// they are synced as they are now, writer or not.
+    public var overdue: Set<RemotePath> = []
 
-    public init(paths: [RemotePath: Bool] = [:], fullScan: Bool = false) {
+    public init(paths: [RemotePath: Bool] = [:], fullScan: Bool = false, overdue: Set<RemotePath> = []) {
         self.paths = paths
         self.fullScan = fullScan
+        self.overdue = overdue
     }
 
     public var isEmpty: Bool { paths.isEmpty && !fullScan }
@@ -112,6 +116,7 @@ public struct ChangeAggregator: Sendable {
         for (path, time) in dueTimes() where time <= now {
             let entry = entries.removeValue(forKey: path)!
             changes.paths[path] = entry.subtree
+            if entry.first + cap <= now { changes.overdue.insert(path) }
             first = min(first ?? entry.first, entry.first)
             if let group = entry.group {
                 groups[group]?.remove(path)
