@@ -5,6 +5,24 @@ import Foundation
 import Logging
 import SyncEngine
 
+/// What the domain loop reports as it works, and the user's controls it obeys (the
+/// daemon's status monitor implements it).
+public protocol LiveSyncObserver: Sendable {
+    func passStarted()
+    func passFinished(_ result: PassResult)
+    /// The domain cannot sync now; the loop tries again after `delay`.
+    func parked(_ error: ProviderError, retryIn delay: Duration)
+    /// The watcher's health: folders watched (nil: no watcher), lost-event rescans since
+    /// the start, folders left unwatched by the watch limit.
+    func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int)
+    /// True while the user paused the domain: no pass starts.
+    var isPaused: Bool { get }
+    /// True (once) when the user asked for a pass now.
+    func takeSyncNowRequest() -> Bool
+    /// `wake` ends the loop's current wait; called on pause, resume and sync-now.
+    func setWakeHandler(_ wake: @escaping @Sendable () -> Void)
+}
+
 /// A domain's sync loop while the daemon runs: the watcher, the change queue and the
 /// passes they trigger.
 public final class LiveSync: Sendable {
@@ -39,6 +57,7 @@ public final class LiveSync: Sendable {
     let stop: StopFlag
     let logger: Logger
     let addWatch: @Sendable (Int32, String, UInt32) -> Int32
+    let observer: (any LiveSyncObserver)?
     private let counters = Locked(Counters())
 
     struct Counters {
@@ -52,7 +71,9 @@ public final class LiveSync: Sendable {
     public var isBusy: Bool { counters.withLock { $0.busy } }
 
     public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
+                observer: (any LiveSyncObserver)? = nil,
                 addWatch: @escaping @Sendable (Int32, String, UInt32) -> Int32 = { inotify_add_watch($0, $1, $2) }) {
+        self.observer = observer
         self.pass = pass
         self.timing = timing
         self.root = root
@@ -77,6 +98,7 @@ public final class LiveSync: Sendable {
     /// and tries again; events keep being collected meanwhile.
     public func run() async {
         stop.onStop { [queue] in queue.wakeup.signal() }
+        observer?.setWakeHandler { [queue] in queue.wakeup.signal() }
         var watcher = startWatcher(queue)
         defer { watcher?.stop() }
         let clock = ContinuousClock()
@@ -103,6 +125,16 @@ public final class LiveSync: Sendable {
                 unwatched.formUnion(newlyUnwatched.keys)
                 nextUnwatched = nextUnwatched ?? clock.now + timing.unwatchedRescanInterval
             }
+            observer?.watcherChanged(watches: watcher?.watchCount, overflowRescans: queue.overflowCount, unwatched: unwatched.count)
+            if observer?.isPaused == true {
+                // Events keep being collected; nothing is synced until resumed.
+                await queue.wakeup.wait(until: clock.now + .seconds(1))
+                continue
+            }
+            if observer?.takeSyncNowRequest() == true {
+                retryAt = nil
+                needFull = true
+            }
             let now = clock.now
             if let retry = retryAt, now < retry {
                 await queue.wakeup.wait(until: retry)
@@ -112,6 +144,8 @@ public final class LiveSync: Sendable {
             if rootGone {
                 guard rootIsBack() else {
                     retryAt = now + retryDelay(max(1, parkedFor))
+                    observer?.parked(ProviderError(.cannotSynchronize, "the sync folder \(root) is missing; sync is stopped until it is back (was it unmounted or moved?)"),
+                                     retryIn: retryDelay(max(1, parkedFor)))
                     continue
                 }
                 logger.notice("the sync folder \(root) is back; scanning it")
@@ -139,11 +173,13 @@ public final class LiveSync: Sendable {
                     logger.warning("inotify lost events (queue overflow, \(overflows) since the start): scanning the whole sync folder")
                 }
                 counters.withLock { $0.busy = true }
+                observer?.passStarted()
                 defer { counters.withLock { $0.busy = false } }
                 do throws(ProviderError) {
                     let result = try await pass.run(scope)
                     result.log(to: logger)
                     counters.withLock { $0.passes += 1 }
+                    observer?.passFinished(result)
                     if !result.heldBack.isEmpty {
                         logger.debug("\(result.heldBack.count) file(s) still open for writing; looked at again later")
                         queue.putBack(result.heldBack, firstSeen: firstSeen ?? now)
@@ -167,6 +203,7 @@ public final class LiveSync: Sendable {
                     logger.error("\(error.message); trying again in \(Int(delay.components.seconds)) s",
                                  metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
                     retryAt = now + delay
+                    observer?.parked(error, retryIn: delay)
                     // What settled was not synced: the next pass looks at everything.
                     needFull = true
                     if error.code == .cannotSynchronize, !rootIsBack() { rootGone = true }
