@@ -13,6 +13,8 @@ public final class DomainService: Sendable {
     let store: OpenedStore
     let stop: StopFlag
     let logger: Logger
+    /// What the domain is doing, for status, pause and sync-now (issue 6).
+    public let monitor: DomainMonitor
 
     /// How one `--once` run ended.
     public enum Outcome: Sendable, Equatable {
@@ -27,7 +29,7 @@ public final class DomainService: Sendable {
     /// Opens `domain`: takes its lock, opens (and migrates) its state DB, checks its folder,
     /// opens its remote. Throws a `ProviderError` whose message says what to fix.
     public init(_ domain: DomainConfiguration, configuration: TidesyncConfiguration, stop: StopFlag,
-                allowMassDelete: Bool = false, logger: Logger) throws(ProviderError) {
+                allowMassDelete: Bool = false, monitor: DomainMonitor? = nil, logger: Logger) throws(ProviderError) {
         var logger = logger
         logger[metadataKey: "domain"] = "\(domain.name)"
         let databasePath = configuration.stateDatabasePath(for: domain)
@@ -40,13 +42,17 @@ public final class DomainService: Sendable {
         store = try RemoteStoreFactory.open(domain, logger: logger)
         let provider = SyncProvider(store: store.store, state: state)
         let folder = LocalFolder(root: domain.localPath)
-        let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop)
+        let monitor = monitor ?? DomainMonitor(name: domain.name)
+        monitor.attach(state)
+        let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
+                                observer: monitor)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete), logger: logger)
         self.domain = domain
         self.stop = stop
         self.logger = logger
+        self.monitor = monitor
     }
 
     /// Closes the remote's connections.
@@ -77,21 +83,25 @@ public final class DomainService: Sendable {
     public func runForever() async {
         var parkedFor = 0
         while !stop.isStopped {
+            if await monitor.holdWhilePaused(stop) { continue }
             var again = false
             do throws(ProviderError) {
+                monitor.passStarted()
                 let result = try await pass.run()
                 report(result)
+                monitor.passFinished(result)
                 if let parked = result.report.parked { throw parked }
                 again = result.steps > 0 && result.report.succeeded > 0 && !result.report.completes(result.steps)
                 parkedFor = 0
             } catch {
                 parkedFor += 1
+                monitor.parked(error, retryIn: retryDelay(parkedFor))
                 logger.error("\(error.message); trying again in \(Int(retryDelay(parkedFor).components.seconds)) s",
                              metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
-                await stop.wait(for: retryDelay(parkedFor))
+                await monitor.wait(for: retryDelay(parkedFor), stop: stop)
                 continue
             }
-            if !again { await stop.wait(for: domain.pollInterval) }
+            if !again { await monitor.wait(for: domain.pollInterval, stop: stop) }
         }
     }
 
