@@ -58,7 +58,10 @@ let package = Package(
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
         .testTarget(name: "CommandLineTests", dependencies: ["Control"]),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "Daemon", "Replica", "SyncEngine", "SyncModel"]),
+        .testTarget(name: "ControlTests", dependencies: [
+            "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
