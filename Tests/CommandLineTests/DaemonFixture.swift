@@ -82,7 +82,8 @@ final class DaemonFixture {
         process.executableURL = URL(fileURLWithPath: Binary.path!)
         process.arguments = ["run"] + arguments
         process.environment = environment.merging(extraEnvironment) { _, new in new }
-        FileManager.default.createFile(atPath: daemonLog, contents: nil)
+        // Kept when it exists: a test may have named its inode in JOURNAL_STREAM.
+        if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: daemonLog)
         try process.run()
