@@ -1,8 +1,9 @@
 // swift-tools-version:6.1
 // tidesync: two-way folder sync for Linux on the File Provider model.
 // Arrows point one way: tidesync → Daemon → adapters (StateDatabase, WebDAV,
-// LocalStore, TidesyncConfig) → SyncEngine → SyncModel. The engine imports no
-// HTTP library, SQL driver, inotify or Glibc.
+// LocalStore, TidesyncConfig) → SyncEngine → SyncModel; tidesync and Daemon → Control,
+// which depends on no other module. The engine imports no HTTP library, SQL driver,
+// inotify or Glibc.
 import PackageDescription
 
 let package = Package(
@@ -42,12 +43,13 @@ let package = Package(
             "SyncModel",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
+        .target(name: "Control", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "Daemon", dependencies: [
-            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig",
+            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "tidesync", dependencies: [
-            "Daemon", "TidesyncConfig", "Replica", "SyncEngine",
+            "Daemon", "TidesyncConfig", "Replica", "SyncEngine", "Control",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -55,7 +57,11 @@ let package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["StateDatabase", "SyncEngine", "SyncModel"]),
-        .testTarget(name: "CommandLineTests"),
+        .testTarget(name: "CommandLineTests", dependencies: ["Control"]),
+        .testTarget(name: "ControlTests", dependencies: [
+            "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),

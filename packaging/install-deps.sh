@@ -8,7 +8,9 @@
 # is possible it prints the exact packages to install and exits 1.
 set -euo pipefail
 
-packages=(libsqlite3-dev apache2 apache2-utils curl procps)
+# systemd (systemd-analyze verify of the unit), groff-base (man page check), util-linux (setpriv)
+# are for the service tests.
+packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
 

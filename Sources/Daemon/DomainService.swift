@@ -14,6 +14,8 @@ public final class DomainService: Sendable {
     let stop: StopFlag
     let logger: Logger
     let exclude: ExcludeList
+    /// What the domain is doing, for status, pause and sync-now.
+    public let monitor: DomainMonitor
 
     /// How one `--once` run ended.
     public enum Outcome: Sendable, Equatable {
@@ -28,7 +30,7 @@ public final class DomainService: Sendable {
     /// Opens `domain`: takes its lock, opens (and migrates) its state DB, checks its folder,
     /// opens its remote. Throws a `ProviderError` whose message says what to fix.
     public init(_ domain: DomainConfiguration, configuration: TidesyncConfiguration, stop: StopFlag,
-                allowMassDelete: Bool = false, logger: Logger) throws(ProviderError) {
+                allowMassDelete: Bool = false, monitor: DomainMonitor? = nil, logger: Logger) throws(ProviderError) {
         var logger = logger
         logger[metadataKey: "domain"] = "\(domain.name)"
         let databasePath = configuration.stateDatabasePath(for: domain)
@@ -41,7 +43,10 @@ public final class DomainService: Sendable {
         store = try RemoteStoreFactory.open(domain, logger: logger)
         let provider = SyncProvider(store: store.store, state: state)
         let folder = LocalFolder(root: domain.localPath)
-        let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop)
+        let monitor = monitor ?? DomainMonitor(name: domain.name)
+        monitor.attach(state)
+        let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
+                                observer: monitor)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude),
@@ -49,6 +54,7 @@ public final class DomainService: Sendable {
         self.domain = domain
         self.stop = stop
         self.logger = logger
+        self.monitor = monitor
     }
 
     /// Syncs until stopped: the watcher's settled changes, the remote every
@@ -56,7 +62,7 @@ public final class DomainService: Sendable {
     public func runForever() async {
         let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
                                                                  rescanInterval: domain.rescanInterval),
-                            root: domain.localPath, exclude: exclude, stop: stop, logger: logger)
+                            root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))
         await live.run()
     }
 

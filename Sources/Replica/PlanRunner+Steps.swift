@@ -9,7 +9,7 @@ import SyncEngine
 /// One step of a plan: the guarded write on its side, then its record.
 extension PlanRunner {
     func perform(_ step: SyncAction, operation: Int64?, temporary: URL?,
-                 context: Context) async throws(ProviderError) {
+                 context: Context, progress: TransferProgress? = nil) async throws(ProviderError) {
         logger.debug("\(step.stepName) \(step.path)")
         switch step {
         case .createRemoteFolder(let path, let item):
@@ -30,16 +30,18 @@ extension PlanRunner {
                 let template = ItemTemplate(id: item, parentID: try provider.itemID(at: path.parent) ?? .root, name: path.name,
                                             kind: .file, local: source)
                 _ = try await provider.modifyItem(template, baseVersion: ItemVersion(content: base), changedFields: .contents,
-                                                  contents: contents, options: options, progress: nil)
+                                                  contents: contents, options: options, progress: progress)
             case (.mustNotExist, nil):
                 if let parent = try provider.itemID(at: path.parent) {
                     _ = try await provider.createItem(basedOn: ItemTemplate(parentID: parent, name: path.name, kind: .file, local: source),
-                                                      contents: contents, options: options, progress: nil)
+                                                      contents: contents, options: options, progress: progress)
                 } else {
-                    try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation)
+                    try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation,
+                                              progress: progress)
                 }
             default:
-                try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation)
+                try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation,
+                                              progress: progress)
             }
         case .createRemoteSymlink(let path, let target, let condition, let item):
             let local = try present(path, kind: .symlink)
@@ -81,7 +83,7 @@ extension PlanRunner {
                                 operation: operation)
         case .download(let path, let version, let replacing, let item):
             try await download(path, version: version, replacing: replacing, item: item, operation: operation,
-                               temporary: temporary!, context: context)
+                               temporary: temporary!, context: context, progress: progress)
         case .createLocalSymlink(let path, let target, let replacing, let item):
             let stat = try folder.makeSymlink(at: path, target: target, replacing: replacing, temporary: temporary!)
             try provider.record(at: path, item: item, kind: .symlink, remote: context.remote[path], local: stat,
@@ -94,10 +96,10 @@ extension PlanRunner {
                 throw ProviderError(.versionMismatch, "\(folder.absolute(path)) held new or changed items; they are kept and synced next")
             }
         case .conflictCopy(let conflict):
-            try await conflictCopy(conflict, operation: operation)
+            try await conflictCopy(conflict, operation: operation, progress: progress)
         case .compareContents(let path, let local, let remote, let item, let ifDifferent):
             try await compare(path, local: local, remote: remote, item: item, ifDifferent: ifDifferent,
-                              operation: operation, temporary: temporary!, context: context)
+                              operation: operation, temporary: temporary!, context: context, progress: progress)
         case .record(let item, let path, let kind, let local, let remote):
             try provider.record(at: path, item: item, kind: kind, remote: remote, local: local,
                                 symlinkTarget: remote.symlinkTarget, operation: operation)
@@ -122,8 +124,9 @@ extension PlanRunner {
     }
 
     private func download(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
-                          operation: Int64?, temporary: URL, context: Context) async throws(ProviderError) {
-        let etag = try await provider.download(path, version: version, into: temporary)
+                          operation: Int64?, temporary: URL, context: Context,
+                          progress: TransferProgress?) async throws(ProviderError) {
+        let etag = try await provider.download(path, version: version, into: temporary, progress: progress)
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: etag)
         let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
         entry.etag = etag ?? entry.etag
@@ -146,9 +149,14 @@ extension PlanRunner {
     }
 
     /// Keeps the local version under the conflict-copy name on both sides.
-    private func conflictCopy(_ conflict: ConflictCopy, operation: Int64?) async throws(ProviderError) {
+    private func conflictCopy(_ conflict: ConflictCopy, operation: Int64?,
+                              progress: TransferProgress?) async throws(ProviderError) {
         let stat = try folder.move(from: conflict.path, to: conflict.copy, expected: conflict.local)
         logger.warning("conflict: \(conflict.path) changed on both sides; this machine's version is kept as \(conflict.copy)")
+        // Listed from the moment the copy exists: an upload that fails now is retried as a new file.
+        do { try provider.state.apply([.recordConflict(ConflictRecord(conflict))]) } catch {
+            logger.error("cannot add the conflict copy \(conflict.copy) to the conflict list: \(error.message)")
+        }
         switch conflict.kind {
         case .folder, .bundle:
             try await provider.makeRemoteFolder(at: conflict.copy, item: nil, local: stat, operation: operation)
@@ -157,15 +165,16 @@ extension PlanRunner {
                                                  condition: .mustNotExist, source: stat, item: nil, operation: operation)
         case .file:
             try await provider.upload(URL(fileURLWithPath: folder.absolute(conflict.copy)), to: conflict.copy,
-                                      condition: .mustNotExist, source: stat, item: nil, operation: operation)
+                                      condition: .mustNotExist, source: stat, item: nil, operation: operation,
+                                      progress: progress)
         }
     }
 
     /// Same bytes on both sides: record them as agreed. Different: keep both.
     private func compare(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
                          ifDifferent: [SyncAction], operation: Int64?, temporary: URL,
-                         context: Context) async throws(ProviderError) {
-        let etag = try await provider.download(path, version: remote, into: temporary)
+                         context: Context, progress: TransferProgress?) async throws(ProviderError) {
+        let etag = try await provider.download(path, version: remote, into: temporary, progress: progress)
         let equal: Bool
         do {
             equal = try folder.contentsEqual(path, expected: local, other: temporary)

@@ -73,13 +73,17 @@ public final class PlanRunner: Sendable {
     public let transfers: Int
     let logger: Logger
     let stop: StopFlag
+    /// Told what runs, for `tidesync status`; may hold new steps back (pause).
+    let observer: (any PlanObserver)?
 
-    public init(provider: SyncProvider, folder: LocalFolder, transfers: Int, logger: Logger, stop: StopFlag = StopFlag()) {
+    public init(provider: SyncProvider, folder: LocalFolder, transfers: Int, logger: Logger, stop: StopFlag = StopFlag(),
+                observer: (any PlanObserver)? = nil) {
         self.provider = provider
         self.folder = folder
         self.transfers = max(1, transfers)
         self.logger = logger
         self.stop = stop
+        self.observer = observer
     }
 
     /// The arguments of a journaled step, for recovery and for the list of items in error.
@@ -152,6 +156,8 @@ public final class PlanRunner: Sendable {
         let operations = try journal(plan, temporaries: temporaries)
         var schedule = PlanSchedule(plan)
         var report = RunReport()
+        observer?.planStarted(plan.map { PlannedStep($0, remote: context.remote) })
+        defer { observer?.planEnded() }
         let now = provider.clock.now()
         var deferred: Set<Int> = []
         for index in plan.indices {
@@ -166,12 +172,16 @@ public final class PlanRunner: Sendable {
         await withTaskGroup(of: (Int, ProviderError?).self) { group in
             var running = 0
             func startReady() {
-                while running < transfers, report.parked == nil, !stop.isStopped, let index = schedule.next() {
+                while running < transfers, report.parked == nil, !stop.isStopped, observer?.holdsNewSteps != true,
+                      let index = schedule.next() {
                     guard schedule.outcomes[index] == nil else { continue }
                     let (step, operation, temporary) = (plan[index], operations[index], temporaries[index])
+                    let progress = progressReporter(for: index)
+                    observer?.stepStarted(index)
                     group.addTask {
                         do throws(ProviderError) {
-                            try await self.perform(step, operation: operation, temporary: temporary, context: context)
+                            try await self.perform(step, operation: operation, temporary: temporary, context: context,
+                                                   progress: progress)
                             return (index, nil)
                         } catch {
                             return (index, error)
@@ -183,6 +193,7 @@ public final class PlanRunner: Sendable {
             startReady()
             while let (index, error) = await group.next() {
                 running -= 1
+                observer?.stepEnded(index, succeeded: error == nil)
                 if let error {
                     report.skipped += schedule.finished(index, .failed).count
                     handle(error, of: plan[index], operation: operations[index], temporary: temporaries[index],
@@ -205,6 +216,12 @@ public final class PlanRunner: Sendable {
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
         try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
         return report
+    }
+
+    /// Passes a transfer's progress on to the observer as step `index`'s.
+    private func progressReporter(for index: Int) -> TransferProgress? {
+        guard let observer else { return nil }
+        return { done, total in observer.transferProgressed(step: index, bytesDone: done, bytesTotal: total) }
     }
 
     private func journal(_ plan: [SyncAction], temporaries: [URL?]) throws(ProviderError) -> [Int64?] {

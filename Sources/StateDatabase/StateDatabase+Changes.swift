@@ -75,6 +75,8 @@ extension StateDatabase {
             try db.cachedStatement(sql: """
                 UPDATE pending_operation SET attempts = attempts + 1, not_before = ?, last_error = ? WHERE id = ?
                 """).execute(arguments: [notBefore?.timeIntervalSince1970, error, id])
+        case .recordConflict(let conflict):
+            try recordConflict(conflict, in: db)
         }
     }
 
@@ -87,6 +89,7 @@ extension StateDatabase {
         case .setSyncAnchor: "record the sync anchor"
         case .completeOperation(let id): "complete journal entry \(id)"
         case .failOperation(let id, _, _): "record a failure of journal entry \(id)"
+        case .recordConflict(let conflict): "record the conflict copy \(conflict.copy)"
         }
     }
 

@@ -21,6 +21,9 @@ enum StateSchema {
         migrator.registerMigration(v1Name) { db in
             try db.execute(sql: v1SQL)
         }
+        migrator.registerMigration(v2Name) { db in
+            try db.execute(sql: v2SQL)
+        }
         return migrator
     }()
 
@@ -128,5 +131,37 @@ enum StateSchema {
 
         INSERT INTO item (id, parent_id, name, kind, size, materialization, pin_state)
         VALUES ('root', NULL, '', 'folder', 0, 'materialized', 'inherited');
+        """
+
+    /// The second migration: the list of conflict copies made.
+    static let v2Name = "v2-conflicts"
+
+    static let v2SQL = """
+        -- Conflict copies made (DESIGN.md, "Conflicts"), for `tidesync conflicts` and the
+        -- conflict count of `tidesync status`. A row is written when this machine's version
+        -- has been renamed to copy_path; rows are never changed afterwards.
+        CREATE TABLE conflict (
+            -- Increasing in the order conflicts were recorded (AUTOINCREMENT).
+            id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+            -- The path both sides changed, '/'-separated below the domain root, byte-exact;
+            -- the remote version keeps this name.
+            original_path       TEXT NOT NULL COLLATE BINARY,
+            -- Where this machine's version was kept, on both sides.
+            copy_path           TEXT NOT NULL COLLATE BINARY,
+            kind                TEXT NOT NULL CHECK (kind IN ('file', 'folder', 'symlink', 'bundle')),
+            -- Seconds since 1970-01-01 UTC: when the plan found the conflict.
+            detected_at         REAL NOT NULL,
+            -- The remote ETag both sides last agreed on, without quotes or W/; NULL when the
+            -- local item was new.
+            base_etag           TEXT,
+            -- The remote ETag that keeps original_path; NULL when that is not a file.
+            remote_etag         TEXT,
+            -- This machine's version when the conflict was found: bytes, and nanoseconds
+            -- since 1970-01-01 UTC.
+            local_size          INTEGER NOT NULL CHECK (local_size >= 0),
+            local_mtime_ns      INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE INDEX conflict_by_detected_at ON conflict (detected_at);
         """
 }

@@ -111,4 +111,6 @@ public enum StateChange: Hashable, Sendable {
     case completeOperation(Int64)
     /// Counts a failed attempt and sets the earliest next try.
     case failOperation(Int64, error: String, notBefore: Date?)
+    /// Adds a conflict copy to the list of conflicts.
+    case recordConflict(ConflictRecord)
 }

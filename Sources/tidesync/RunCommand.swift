@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Daemon
 import Dispatch
 import Foundation
@@ -18,10 +19,14 @@ struct Run: AsyncParsableCommand {
         abstract: "Run the sync daemon in the foreground (systemd runs it).",
         discussion: """
             With --once: one full sync (repeated until both sides agree), then exit. \
-            Exit status: 0 when every domain is in sync, 1 when a domain could not finish \
-            (the error says why), 2 when the configuration cannot be used. \
+            Exit status: 0 when every domain is in sync (without --once: after SIGTERM), 1 when a \
+            domain could not finish or the control socket cannot be used (the error says why), \
+            2 when the configuration cannot be used. \
             SIGTERM or SIGINT: no new transfer starts, running ones finish, then exit 0; \
-            a second signal exits at once (interrupted work is journaled and redone).
+            a second signal exits at once (interrupted work is journaled and redone). \
+            SIGHUP: read the configuration again; a bad one is reported and the old one kept. \
+            Under systemd (Type=notify) the daemon sends READY=1 once every domain's first scan \
+            is done, and a STATUS= line as it works.
             """)
 
     @Option(name: .long, help: "The config file (default: $XDG_CONFIG_HOME/tidesync/config.toml).")
@@ -33,6 +38,9 @@ struct Run: AsyncParsableCommand {
     @Flag(name: .long, help: "Carry out deletions even when a pass deletes more than max_delete items (or half a domain).")
     var allowMassDelete = false
 
+    @Option(name: .long, help: ArgumentHelp("How much to log: trace, debug, info, notice, warning, error or critical (default: the config's log_level, else info).", valueName: "level"))
+    var logLevel: LogLevel?
+
     func run() async throws {
         let path = config ?? ConfigLoader.defaultPath()
         let configuration: TidesyncConfiguration
@@ -42,17 +50,28 @@ struct Run: AsyncParsableCommand {
             FileHandle.standardError.write(Data((errors.description + "\n").utf8))
             throw ExitCode(2)
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: configuration.logLevel.rawValue) ?? .info
-            return handler
-        }
+        let level = LogLevelSetting(Self.level(logLevel ?? configuration.logLevel))
+        let toJournal = DaemonLogHandler.stderrIsJournal()
+        LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, setting: level, toJournal: toJournal) }
         let logger = Logger(label: "tidesync")
         for notice in configuration.notices { logger.notice("\(notice.message)") }
-        let stop = StopFlag()
-        let signals = Self.handleSignals(stop: stop, logger: logger)
-        defer { signals.forEach { $0.cancel() } }
+        if once {
+            try await runOnce(configuration, logger: logger)
+        } else {
+            try await runDaemon(configuration, path: path, level: level, logger: logger)
+        }
+    }
 
+    static func level(_ level: LogLevel) -> Logger.Level {
+        Logger.Level(rawValue: level.rawValue) ?? .info
+    }
+
+    // MARK: --once
+
+    private func runOnce(_ configuration: TidesyncConfiguration, logger: Logger) async throws {
+        let stop = StopFlag()
+        let signals = Self.handleStopSignals(logger: logger) { stop.stop() }
+        defer { signals.forEach { $0.cancel() } }
         var services: [DomainService] = []
         var failed = false
         for domain in configuration.domains {
@@ -64,21 +83,6 @@ struct Run: AsyncParsableCommand {
                 failed = true
             }
         }
-        if once {
-            failed = await runOnce(services, logger: logger) || failed
-        } else if !services.isEmpty {
-            await withTaskGroup(of: Void.self) { group in
-                for service in services { group.addTask { await service.runForever() } }
-            }
-            logger.info("stopped")
-        }
-        for service in services { await service.close() }
-        if failed { throw ExitCode(1) }
-    }
-
-    /// Runs every domain once; returns true when one did not reach agreement.
-    private func runOnce(_ services: [DomainService], logger: Logger) async -> Bool {
-        var failed = false
         for service in services {
             switch await service.runOnce() {
             case .converged:
@@ -92,24 +96,103 @@ struct Run: AsyncParsableCommand {
                 failed = true
             }
         }
-        return failed
+        for service in services { await service.close() }
+        if failed { throw ExitCode(1) }
     }
 
-    /// SIGTERM and SIGINT stop the daemon gracefully; a second one exits at once.
-    private static func handleSignals(stop: StopFlag, logger: Logger) -> [any DispatchSourceSignal] {
-        [SIGTERM, SIGINT].map { number in
+    // MARK: The daemon
+
+    private func runDaemon(_ configuration: TidesyncConfiguration, path: String, level: LogLevelSetting,
+                           logger: Logger) async throws {
+        let supervisor = Supervisor(configuration: configuration, allowMassDelete: allowMassDelete, logger: logger)
+        let server: ControlServer
+        do {
+            server = try ControlServer(path: configuration.socketPath, responder: ControlService(supervisor: supervisor),
+                                       logger: logger)
+        } catch {
+            logger.critical("\(error.message)")
+            throw ExitCode(1)
+        }
+        let notifier = ServiceNotifier()
+        var signals = Self.handleStopSignals(logger: logger) {
+            notifier.send("STOPPING=1")
+            supervisor.stop()
+        }
+        signals.append(Self.handleReload(path: path, cliLevel: logLevel, level: level, supervisor: supervisor,
+                                         notifier: notifier, logger: logger))
+        defer { signals.forEach { $0.cancel() } }
+        logger.info("started: \(configuration.domains.count) domain(s); control socket \(configuration.socketPath)")
+        let reporting = Task { await Self.report(supervisor, to: notifier) }
+        await supervisor.run()
+        reporting.cancel()
+        server.stop()
+        logger.info("stopped")
+    }
+
+    /// Sends READY=1 once every domain has finished its first scan, then a STATUS= line
+    /// whenever it changes, until cancelled.
+    private static func report(_ supervisor: Supervisor, to notifier: ServiceNotifier) async {
+        guard notifier.socketName != nil else { return }
+        var ready = false
+        var shown = ""
+        while !Task.isCancelled {
+            let domains = supervisor.domains.map { (name: $0.domain.name, snapshot: $0.monitor.snapshot()) }
+            let line = ServiceStatusLine.text(for: domains)
+            var message: [String] = []
+            if !ready, !domains.isEmpty, domains.allSatisfy(\.snapshot.firstPassDone) {
+                ready = true
+                message.append("READY=1")
+            }
+            if line != shown { message.append("STATUS=" + line) }
+            if !message.isEmpty, notifier.send(message.joined(separator: "\n")) { shown = line }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// SIGTERM and SIGINT call `stop`; a second one exits at once.
+    private static func handleStopSignals(logger: Logger, stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+        let stopped = StopFlag()
+        return [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if stop.isStopped {
+                if stopped.isStopped {
                     logger.warning("second signal: exiting now; interrupted work is redone at the next start")
                     Glibc.exit(1)
                 }
                 logger.info("signal \(number): finishing running transfers, then stopping")
-                stop.stop()
+                stopped.stop()
+                stop()
             }
             source.resume()
             return source
         }
     }
+
+    /// SIGHUP reads the configuration again. A bad file is reported and the old one kept.
+    private static func handleReload(path: String, cliLevel: LogLevel?, level: LogLevelSetting, supervisor: Supervisor,
+                                     notifier: ServiceNotifier, logger: Logger) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler {
+            logger.info("SIGHUP: reading the configuration \(path) again")
+            switch ConfigLoader.load(path: path) {
+            case .failure(let errors):
+                logger.error("the configuration was not reloaded, the old one stays in effect; fix these and send SIGHUP again (systemctl --user reload tidesync):\n\(errors.description)")
+            case .success(let new):
+                level.set(Run.level(cliLevel ?? new.logLevel))
+                let plan = supervisor.reload(new)
+                for notice in new.notices { logger.notice("\(notice.message)") }
+                logger.info(plan.isEmpty ? "configuration reloaded; no domain changed"
+                            : "configuration reloaded; started: \(plan.started), stopped: \(plan.stopped), restarted: \(plan.restarted)")
+                if plan.needsRestart.contains("socket") {
+                    logger.warning("the control socket stays \(supervisor.configuration.socketPath) until the daemon restarts")
+                }
+            }
+        }
+        source.resume()
+        return source
+    }
 }
+
+extension LogLevel: ExpressibleByArgument {}

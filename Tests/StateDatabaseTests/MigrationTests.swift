@@ -21,7 +21,7 @@ import Testing
             let database = try StateDatabase(path: path)
             defer { try? database.close() }
 
-            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal"])
+            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts"])
             let folder = ItemRecord(id: ItemIdentifier("f-1"), parentID: .root, name: "Docs", kind: .folder,
                                     remoteETag: ETag(value: "d1"), remoteFileID: "101", pinState: .pinned)
             let document = ItemRecord(
@@ -61,7 +61,7 @@ import Testing
             let schema = "SELECT type || ' ' || name || ': ' || sql FROM sqlite_master "
                 + "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name"
             let freshSchema = try fresh.column(schema)
-            #expect(freshSchema.count == 7)  // five tables, two indexes
+            #expect(freshSchema.count == 9)  // six tables, three indexes
             #expect(try upgraded.column(schema) == freshSchema)
         }
     }

@@ -1,0 +1,133 @@
+// The control socket's wire format, version 1.
+//
+// One request per line, one answer per line: UTF-8 JSON objects, each ended by "\n", on a
+// Unix stream socket. A request is at most `ControlProtocol.maximumRequestBytes` bytes; a
+// longer one is answered with `tooLarge` and the connection is closed. Every answer carries
+// `version`; fields are only ever added, so a client ignores keys it does not know.
+
+import Foundation
+
+/// Constants of the control protocol.
+public enum ControlProtocol {
+    /// The protocol version this binary speaks; requests may name this version or an older one.
+    public static let version = 1
+    /// The longest request line accepted, newline included.
+    public static let maximumRequestBytes = 64 << 10
+    /// The longest answer line a client reads (a status of many domains with long paths).
+    public static let maximumAnswerBytes = 64 << 20
+}
+
+/// What a client asks.
+public struct ControlRequest: Codable, Sendable, Equatable {
+    /// The commands of version 1.
+    public enum Command: String, Codable, Sendable, CaseIterable {
+        /// A `StatusReport`.
+        case status
+        /// A `ConflictList`.
+        case conflicts
+        /// Start no new transfer in `domain` (all when absent) until `resume`.
+        case pause
+        /// Undo `pause`.
+        case resume
+        /// Start a pass now instead of at the next poll; a parked domain retries now.
+        case syncNow = "sync-now"
+    }
+
+    /// The protocol version the client speaks.
+    public var version: Int
+    public var command: Command
+    /// The domain the command is about; absent: every domain.
+    public var domain: String?
+    /// For `conflicts`: at most this many, newest first.
+    public var limit: Int?
+
+    public init(_ command: Command, domain: String? = nil, limit: Int? = nil, version: Int = ControlProtocol.version) {
+        self.version = version
+        self.command = command
+        self.domain = domain
+        self.limit = limit
+    }
+}
+
+/// Why a request was not carried out.
+public struct ControlFailure: Error, Codable, Sendable, Equatable {
+    /// What kind of failure; scripts branch on this, people read `message`.
+    public enum Code: String, Codable, Sendable {
+        /// Not one JSON object of the expected shape.
+        case badRequest
+        /// Longer than `ControlProtocol.maximumRequestBytes`.
+        case tooLarge
+        /// A protocol version this daemon does not speak.
+        case unsupportedVersion
+        /// A command this daemon does not know.
+        case unknownCommand
+        /// No domain of that name.
+        case unknownDomain
+        /// The peer is another user.
+        case refused
+        /// Too many connections at once.
+        case busy
+        /// The daemon could not answer (e.g. its state DB could not be read).
+        case failed
+    }
+
+    public var code: Code
+    /// A sentence saying what went wrong and what to do.
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// The daemon's answer to one request: `ok` with the field of the command, or `error`.
+public struct ControlResponse: Codable, Sendable, Equatable {
+    public var version: Int
+    public var ok: Bool
+    public var error: ControlFailure?
+    /// The answer to `status`.
+    public var status: StatusReport?
+    /// The answer to `conflicts`.
+    public var conflicts: ConflictList?
+    /// The domains a `pause`, `resume` or `sync-now` acted on.
+    public var domains: [String]?
+
+    public init(status: StatusReport? = nil, conflicts: ConflictList? = nil, domains: [String]? = nil) {
+        version = ControlProtocol.version
+        ok = true
+        self.status = status
+        self.conflicts = conflicts
+        self.domains = domains
+    }
+
+    public init(failure: ControlFailure) {
+        version = ControlProtocol.version
+        ok = false
+        error = failure
+    }
+}
+
+/// JSON as the protocol writes it: ISO 8601 dates, sorted keys, one line.
+public enum ControlJSON {
+    public static func encoder(pretty: Bool = false) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            : [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    /// `value` as one line of JSON, ended by "\n".
+    public static func line(_ value: some Encodable) -> Data {
+        var data = (try? encoder().encode(value)) ?? Data(#"{"version":1,"ok":false}"#.utf8)
+        data.append(0x0A)
+        return data
+    }
+}

@@ -1,0 +1,243 @@
+import Control
+import Foundation
+import Replica
+import StateDatabase
+import SyncEngine
+import Synchronization
+
+/// The live state of one running domain, for `tidesync status`, the service manager's
+/// STATUS= line, and the user's pause / resume / sync-now.
+///
+/// Isolation: the one owner of this state; every field is behind one `Mutex`. The domain's
+/// run loop and its plan runner write (as `PlanObserver`), the control server and the
+/// notifier read `snapshot()`. No call blocks on I/O while holding the lock.
+public final class DomainMonitor: PlanObserver, Sendable {
+    /// What the domain's loop is doing.
+    public enum Phase: Sendable, Equatable {
+        /// Opened (or being opened); no pass has finished.
+        case starting
+        /// Both sides agreed at the end of the last pass.
+        case idle
+        /// A pass is running, or the last one left work for the next.
+        case syncing
+        /// The domain cannot sync until `error` clears; the loop tries again at `retryAt`.
+        case parked(ProviderError, since: Date, retryAt: Date)
+    }
+
+    /// One step of the current (or last) plan that has not succeeded yet.
+    public struct PendingStep: Sendable, Equatable {
+        public var step: PlannedStep
+        public var since: Date
+        /// True while it runs.
+        public var running: Bool
+        public var bytesDone: Int64
+        public var bytesTotal: Int64?
+        /// When its first byte moved.
+        public var transferStartedAt: Date?
+    }
+
+    /// A copy of the state at one moment.
+    public struct Snapshot: Sendable, Equatable {
+        public var phase: Phase = .starting
+        /// Paused by the user (tidesync pause).
+        public var paused = false
+        /// The first pass finished (or failed): the service is ready.
+        public var firstPassDone = false
+        public var lastCompleteSync: Date?
+        public var pending: [PendingStep] = []
+        public var watcher = WatcherHealth()
+    }
+
+    /// The domain's name.
+    public let name: String
+    private let state = Mutex(Record())
+    /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
+    private let database = Mutex<StateDatabase?>(nil)
+    private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    private struct Record {
+        var snapshot = Snapshot()
+        /// The plan's steps by index; nil once they succeeded or failed.
+        var steps: [Int: PendingStep] = [:]
+        var wakeRequested = false
+        var lastPersisted: Date?
+    }
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// The current state.
+    public func snapshot() -> Snapshot {
+        state.withLock { record in
+            var snapshot = record.snapshot
+            snapshot.pending = record.steps.keys.sorted().compactMap { record.steps[$0] }
+            return snapshot
+        }
+    }
+
+    /// Gives the monitor the domain's state DB, to keep the last complete sync in.
+    func attach(_ state: StateDatabase) {
+        let last = try? state.summary().lastCompleteSync
+        database.withLock { $0 = state }
+        self.state.withLock { record in
+            record.snapshot.lastCompleteSync = record.snapshot.lastCompleteSync ?? last
+            record.lastPersisted = last
+        }
+    }
+
+    // MARK: The run loop's calls
+
+    /// A pass starts. A parked domain shows its error until the pass proves it cleared.
+    public func passStarted() {
+        state.withLock { record in
+            if case .parked = record.snapshot.phase { return }
+            record.snapshot.phase = .syncing
+        }
+    }
+
+    /// A pass ended with `result` (a parked report is followed by `parked`).
+    public func passFinished(_ result: PassResult, now: Date = Date()) {
+        let converged = result.steps == 0 || result.report.completes(result.steps)
+        let persist = state.withLock { record -> Bool in
+            record.snapshot.firstPassDone = true
+            guard result.report.parked == nil else { return false }
+            record.snapshot.phase = converged ? .idle : .syncing
+            guard converged else { return false }
+            record.steps = [:]
+            record.snapshot.lastCompleteSync = now
+            // Kept on disk at most once a minute: it is for status after a restart.
+            guard record.lastPersisted.map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return false }
+            record.lastPersisted = now
+            return true
+        }
+        if persist, let database = database.withLock({ $0 }) { try? database.recordCompleteSync(at: now) }
+    }
+
+    /// The domain cannot sync now (`error`); the loop retries after `delay`.
+    public func parked(_ error: ProviderError, retryIn delay: Duration, now: Date = Date()) {
+        state.withLock { record in
+            let since: Date
+            if case .parked(let previous, let start, _) = record.snapshot.phase, previous.code == error.code {
+                since = start
+            } else {
+                since = now
+            }
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            record.snapshot.phase = .parked(error, since: since, retryAt: now.addingTimeInterval(seconds))
+            record.snapshot.firstPassDone = true
+        }
+    }
+
+    /// Sleeps for `duration`, or less when `stop` is set or `syncNow()` is called meanwhile.
+    public func wait(for duration: Duration, stop: StopFlag) async {
+        let end = ContinuousClock.now + duration
+        while !stop.isStopped, ContinuousClock.now < end {
+            if state.withLock({ record in defer { record.wakeRequested = false }; return record.wakeRequested }) { return }
+            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+        }
+    }
+
+    /// While paused, sleeps until resumed or stopped; returns true if it slept.
+    public func holdWhilePaused(_ stop: StopFlag) async -> Bool {
+        var held = false
+        while !stop.isStopped, state.withLock({ $0.snapshot.paused }) {
+            held = true
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return held
+    }
+
+    // MARK: The user's calls
+
+    /// Pauses or resumes: while paused no new step starts; running ones finish.
+    public func setPaused(_ paused: Bool) {
+        state.withLock { $0.snapshot.paused = paused }
+        wakeHandler.withLock { $0 }?()
+    }
+
+    /// Ends the current wait: a pass starts now (a parked domain retries now).
+    public func syncNow() {
+        state.withLock { $0.wakeRequested = true }
+        wakeHandler.withLock { $0 }?()
+    }
+
+    /// True (once) after `syncNow()`.
+    public func takeSyncNowRequest() -> Bool {
+        state.withLock { record in defer { record.wakeRequested = false }; return record.wakeRequested }
+    }
+
+    /// Called by `setPaused` and `syncNow` to end the run loop's wait.
+    public func setWakeHandler(_ wake: @escaping @Sendable () -> Void) {
+        wakeHandler.withLock { $0 = wake }
+    }
+
+    /// The watcher's health, as the watcher reports it.
+    public func updateWatcher(_ health: WatcherHealth) {
+        state.withLock { $0.snapshot.watcher = health }
+    }
+
+    // MARK: PlanObserver
+
+    public var holdsNewSteps: Bool { state.withLock { $0.snapshot.paused } }
+
+    public func planStarted(_ steps: [PlannedStep]) {
+        let now = Date()
+        state.withLock { record in
+            var previous: [RemotePath: Date] = [:]
+            for step in record.steps.values { previous[step.step.path] = step.since }
+            record.steps = [:]
+            for (index, step) in steps.enumerated() {
+                record.steps[index] = PendingStep(step: step, since: previous[step.path] ?? now, running: false,
+                                                  bytesDone: 0, bytesTotal: step.bytes, transferStartedAt: nil)
+            }
+            record.snapshot.firstPassDone = true
+        }
+    }
+
+    public func stepStarted(_ index: Int) {
+        state.withLock { $0.steps[index]?.running = true }
+    }
+
+    public func transferProgressed(step index: Int, bytesDone: Int64, bytesTotal: Int64?) {
+        let now = Date()
+        state.withLock { record in
+            guard var step = record.steps[index] else { return }
+            step.running = true
+            step.transferStartedAt = step.transferStartedAt ?? now
+            step.bytesDone = bytesDone
+            step.bytesTotal = bytesTotal ?? step.bytesTotal
+            record.steps[index] = step
+        }
+    }
+
+    public func stepEnded(_ index: Int, succeeded: Bool) {
+        state.withLock { _ = $0.steps.removeValue(forKey: index) }
+    }
+
+    public func planEnded() {
+        state.withLock { record in
+            for (index, var step) in record.steps {
+                step.running = false
+                step.transferStartedAt = nil
+                step.bytesDone = 0
+                record.steps[index] = step
+            }
+        }
+    }
+}
+
+/// The monitor as the domain loop's observer.
+struct MonitorObserver: LiveSyncObserver {
+    let monitor: DomainMonitor
+
+    func passStarted() { monitor.passStarted() }
+    func passFinished(_ result: PassResult) { monitor.passFinished(result) }
+    func parked(_ error: ProviderError, retryIn delay: Duration) { monitor.parked(error, retryIn: delay) }
+    func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {
+        monitor.updateWatcher(WatcherHealth(watchesInUse: watches, overflowRescans: overflowRescans, watchLimitReached: unwatched > 0))
+    }
+    var isPaused: Bool { monitor.snapshot().paused }
+    func takeSyncNowRequest() -> Bool { monitor.takeSyncNowRequest() }
+    func setWakeHandler(_ wake: @escaping @Sendable () -> Void) { monitor.setWakeHandler(wake) }
+}

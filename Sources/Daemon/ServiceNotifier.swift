@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Control
+import SyncModel
+import Foundation
+
+/// Tells systemd how the service is doing (sd_notify's protocol, without libsystemd): one
+/// datagram per message to the Unix socket named by `$NOTIFY_SOCKET` (a path, or an abstract
+/// name when it starts with "@"). Without `$NOTIFY_SOCKET` every call does nothing.
+public struct ServiceNotifier: Sendable {
+    /// The socket's address, as given.
+    public let socketName: String?
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        socketName = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Sends `message` ("READY=1", "STATUS=Synced", …); false when it could not be sent.
+    @discardableResult
+    public func send(_ message: String) -> Bool {
+        guard let socketName else { return false }
+        var bytes = Array(socketName.utf8)
+        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        // Abstract names are exactly as long as given; paths end with their NUL.
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (bytes[0] == 0 ? 0 : 1))
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let payload = Array(message.utf8)
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, payload, payload.count, Int32(MSG_NOSIGNAL), $0, length)
+            }
+        }
+        return sent == payload.count
+    }
+}
+
+/// The short line systemd shows for the service (`systemctl --user status tidesync`), decided
+/// from the domains' states alone.
+public enum ServiceStatusLine {
+    /// "Synced", "Uploading 3 files", "Paused: server unreachable", …; the worst domain wins,
+    /// prefixed with its name when there are several.
+    public static func text(for domains: [(name: String, snapshot: DomainMonitor.Snapshot)]) -> String {
+        let lines = domains.map { (name: $0.name, line: line(for: $0.snapshot)) }
+        guard let worst = lines.max(by: { $0.line.rank < $1.line.rank }) else { return "No domains" }
+        return domains.count > 1 && worst.line.rank > 0 ? "\(worst.name): \(worst.line.text)" : worst.line.text
+    }
+
+    static func line(for snapshot: DomainMonitor.Snapshot) -> (rank: Int, text: String) {
+        if snapshot.paused { return (2, "Paused") }
+        switch snapshot.phase {
+        case .starting: return (1, "Starting")
+        case .parked(let error, _, _): return (3, "Paused: " + phrase(error.code))
+        case .idle where snapshot.pending.isEmpty: return (0, "Synced")
+        case .idle, .syncing: return (1, activity(snapshot.pending))
+        }
+    }
+
+    /// "Uploading 3 files", "Downloading 1 file", "Syncing 12 items".
+    static func activity(_ pending: [DomainMonitor.PendingStep]) -> String {
+        let uploads = pending.filter { $0.step.direction == .upload }.count
+        let downloads = pending.filter { $0.step.direction == .download }.count
+        func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
+        if uploads > 0, downloads == 0, uploads == pending.count { return "Uploading " + files(uploads) }
+        if downloads > 0, uploads == 0, downloads == pending.count { return "Downloading " + files(downloads) }
+        if pending.isEmpty { return "Syncing" }
+        return pending.count == 1 ? "Syncing 1 item" : "Syncing \(pending.count) items"
+    }
+
+    static func phrase(_ code: ProviderError.Code) -> String {
+        switch code {
+        case .serverUnreachable: "server unreachable"
+        case .notAuthenticated: "not authenticated"
+        case .insufficientQuota: "server quota exceeded"
+        case .localDiskFull: "local disk full"
+        case .massDeletePaused: "mass delete needs confirmation"
+        default: "cannot sync (\(code.rawValue))"
+        }
+    }
+}

@@ -1,0 +1,157 @@
+@testable import Control
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `tidesync run` in a scratch home, with helpers to ask it things through the real
+/// binary. The socket lives in the scratch home, so fixtures never meet.
+final class DaemonFixture {
+    let home: String
+    let local: String
+    let socket: String
+    var remoteDisk = ""
+    var environment: [String: String]
+    var daemon: Process?
+    var daemonLog: String { home + "/daemon.log" }
+
+    /// The repository, found from this file's path.
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    init() throws {
+        // Short: a socket path has at most 107 bytes.
+        home = "/tmp/tidesync-st-" + UUID().uuidString.prefix(8)
+        local = home + "/Cloud"
+        socket = home + "/run/tidesync.sock"
+        try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
+        environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
+                       "PATH": "/usr/bin:/bin"]
+    }
+
+    deinit {
+        if let daemon, daemon.isRunning {
+            kill(daemon.processIdentifier, SIGKILL)
+            daemon.waitUntilExit()
+        }
+        if !remoteDisk.isEmpty { try? FileManager.default.removeItem(atPath: remoteDisk) }
+        try? FileManager.default.removeItem(atPath: home)
+    }
+
+    /// Writes the config: a local-directory remote, or the WebDAV `url` with the test account.
+    func configure(url: String? = nil, disk: String? = nil, password: String? = nil, extra: String = "",
+                   topLevel: String = "") throws {
+        var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"1s\"\n" + extra
+        let env = ProcessInfo.processInfo.environment
+        if let url, let disk {
+            remoteDisk = disk
+            domain += "remote = \"\(url)\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"\n"
+            environment["TIDESYNC_PASSWORD_ST"] = password ?? env["TIDESYNC_TEST_DAV_PASSWORD"]
+        } else {
+            remoteDisk = home + "/store"
+            try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
+            domain += "remote = \"file://\(remoteDisk)\"\n"
+        }
+        try write(config: "socket = \"\(socket)\"\n" + topLevel + domain)
+    }
+
+    /// A fresh collection on the shared Apache (the test script's), or nil when it is not running.
+    static func sharedApacheCollection() throws -> (url: String, disk: String)? {
+        let env = ProcessInfo.processInfo.environment
+        guard let base = env["TIDESYNC_TEST_DAV_INF_URL"], let root = env["TIDESYNC_TEST_DAV_INF_ROOT"] else { return nil }
+        let name = "st-" + UUID().uuidString.prefix(8)
+        let disk = root + "/" + name
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
+            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: disk)
+        }
+        return (base + name + "/", disk)
+    }
+
+    func write(config text: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
+    }
+
+    /// Starts `tidesync run` with its stderr in `daemonLog`.
+    @discardableResult
+    func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = []) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["run"] + arguments
+        process.environment = environment.merging(extraEnvironment) { _, new in new }
+        // Kept when it exists: a test may have named its inode in JOURNAL_STREAM.
+        if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: daemonLog)
+        try process.run()
+        daemon = process
+        return process
+    }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    @discardableResult
+    func stopDaemon() -> Int32 {
+        guard let daemon else { return -1 }
+        kill(daemon.processIdentifier, SIGTERM)
+        daemon.waitUntilExit()
+        return daemon.terminationStatus
+    }
+
+    func signal(_ number: Int32) {
+        if let daemon { kill(daemon.processIdentifier, number) }
+    }
+
+    /// Runs the binary with `arguments`; with `user`, through `setpriv` as that user.
+    func tidesync(_ arguments: [String], as user: String? = nil) throws -> Binary.Result {
+        let process = Process()
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", Binary.path!] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Binary.path!)
+            process.arguments = arguments
+        }
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Binary.Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                             errors: String(decoding: errors, as: UTF8.self))
+    }
+
+    /// `tidesync status --json`, parsed, with its exit status.
+    func statusJSON() throws -> (status: Int32, json: [String: Any], text: String) {
+        let result = try tidesync(["status", "--json"])
+        let json = (try? JSONSerialization.jsonObject(with: Data(result.output.utf8))) as? [String: Any] ?? [:]
+        return (result.status, json, result.output)
+    }
+
+    /// The first domain of a status document.
+    static func firstDomain(_ json: [String: Any]) -> [String: Any] {
+        (json["domains"] as? [[String: Any]])?.first ?? [:]
+    }
+
+    /// Polls `condition` every 50 ms for at most `seconds`; true once it holds.
+    func wait(seconds: Double, until condition: () throws -> Bool) rethrows -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if try condition() { return true }
+            usleep(50_000)
+        }
+        return try condition()
+    }
+
+    /// Waits until the daemon reports every domain idle (exit status 0).
+    func waitUntilIdle(seconds: Double = 30) throws -> Bool {
+        try wait(seconds: seconds) { try statusJSON().status == 0 }
+    }
+
+    var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }
+}

@@ -1,0 +1,223 @@
+@testable import Control
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tidesync status`, `conflicts`, `pause`/`resume`/`sync-now` against a real daemon.
+@Suite("status of the real daemon", .serialized,
+       .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
+final class StatusCommandTests {
+    let fixture: DaemonFixture
+    let schema: SchemaValidator
+
+    init() throws {
+        fixture = try DaemonFixture()
+        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/docs/status.schema.json")
+    }
+
+    @Test("idle on Apache: screen, JSON that follows the schema, exit 0; stopped daemon: exit 3 from the DB")
+    func idleThenStopped() throws {
+        let collection = try #require(try DaemonFixture.sharedApacheCollection(), "the private Apache is not running (packaging/test.sh starts it)")
+        try fixture.configure(url: collection.url, disk: collection.disk)
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: fixture.local + "/a.txt"))
+        try FileManager.default.createDirectory(atPath: fixture.local + "/docs", withIntermediateDirectories: true)
+        try fixture.startDaemon()
+        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+
+        let (status, json, text) = try fixture.statusJSON()
+        #expect(status == 0)
+        #expect(schema.problems(json).isEmpty, "\(schema.problems(json))\n\(text)")
+        let domain = DaemonFixture.firstDomain(json)
+        #expect(domain["state"] as? String == "idle")
+        #expect(domain["remote"] as? String == collection.url)
+        #expect(domain["lastCompleteSync"] != nil)
+        #expect((domain["counts"] as? [String: Any])?["files"] as? Int == 1)
+        #expect((domain["counts"] as? [String: Any])?["folders"] as? Int == 1)
+
+        let screen = try fixture.tidesync(["status"])
+        #expect(screen.status == 0)
+        #expect(screen.output.contains("st: idle, in sync"), "\(screen.output)")
+        #expect(screen.output.contains("\(fixture.local) ⇄ \(collection.url)"))
+
+        #expect(fixture.stopDaemon() == 0)
+        let stopped = try fixture.statusJSON()
+        #expect(stopped.status == 3)
+        #expect(schema.problems(stopped.json).isEmpty, "\(schema.problems(stopped.json))")
+        #expect((stopped.json["daemon"] as? [String: Any])?["running"] as? Bool == false)
+        #expect((DaemonFixture.firstDomain(stopped.json)["counts"] as? [String: Any])?["files"] as? Int == 1)
+        let stoppedScreen = try fixture.tidesync(["status"])
+        #expect(stoppedScreen.status == 3)
+        #expect(stoppedScreen.output.contains("NOT RUNNING"))
+        let pause = try fixture.tidesync(["pause"])
+        #expect(pause.status == 3)
+        #expect(pause.errors.contains("not running"))
+    }
+
+    @Test("while a large file uploads to Apache, status shows its progress moving")
+    func uploadProgress() throws {
+        let collection = try #require(try DaemonFixture.sharedApacheCollection(), "the private Apache is not running (packaging/test.sh starts it)")
+        try fixture.configure(url: collection.url, disk: collection.disk)
+        try fixture.startDaemon()
+        #expect(try fixture.waitUntilIdle())
+        try CrashRecoveryTests.makeBigFile(fixture.local + "/big.bin", megabytes: 400)
+        var seen: [Int64] = []
+        var total: Int64?
+        _ = try fixture.wait(seconds: 60) {
+            let json = try fixture.statusJSON().json
+            #expect(schema.problems(json).isEmpty, "\(schema.problems(json))")
+            let transfers = DaemonFixture.firstDomain(json)["transfers"] as? [[String: Any]] ?? []
+            if let upload = transfers.first(where: { $0["path"] as? String == "big.bin" }), let done = upload["bytesDone"] as? Int {
+                #expect(upload["direction"] as? String == "upload")
+                total = (upload["bytesTotal"] as? Int).map(Int64.init)
+                if seen.last != Int64(done) { seen.append(Int64(done)) }
+            }
+            return seen.count >= 3 || (!seen.isEmpty && FileManager.default.fileExists(atPath: collection.disk + "/big.bin"))
+        }
+        #expect(seen.count >= 2, "progress seen: \(seen)")
+        #expect(seen == seen.sorted(), "progress went backwards: \(seen)")
+        #expect(total == 400 << 20)
+        #expect(try fixture.waitUntilIdle(seconds: 60))
+    }
+
+    @Test("a conflict is recorded: status counts it, conflicts lists it with both versions")
+    func conflictRecorded() throws {
+        try fixture.configure()
+        try Data("base".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
+        #expect(try fixture.tidesync(["run", "--once"]).status == 0)
+        try Data("mine, longer".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
+        try Data("theirs".utf8).write(to: URL(fileURLWithPath: fixture.remoteDisk + "/report.txt"))
+        try fixture.startDaemon()
+        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+        let json = try fixture.statusJSON().json
+        let conflicts = DaemonFixture.firstDomain(json)["conflicts"] as? [String: Any]
+        #expect(conflicts?["count"] as? Int == 1)
+        let listed = try fixture.tidesync(["conflicts", "--json"])
+        #expect(listed.status == 0)
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any])
+        #expect(schema.problems(list, schema: schema.definition("conflictList")).isEmpty)
+        let entry = try #require((list["conflicts"] as? [[String: Any]])?.first)
+        #expect(entry["original"] as? String == "report.txt")
+        let copy = try #require(entry["copy"] as? String)
+        #expect(copy.hasPrefix("report (conflicted copy "))
+        #expect(entry["localSize"] as? Int == 12)
+        #expect(entry["baseVersion"] != nil && entry["remoteVersion"] != nil)
+        #expect(FileManager.default.fileExists(atPath: fixture.local + "/" + copy))
+        #expect(try fixture.tidesync(["conflicts"]).output.contains("this machine's version kept as: \(copy)"))
+        // Also without the daemon, from the state DB.
+        fixture.stopDaemon()
+        #expect(try fixture.tidesync(["conflicts"]).output.contains(copy))
+    }
+
+    @Test("pause holds new work, resume and sync-now start it at once")
+    func pauseResumeSyncNow() throws {
+        try fixture.configure(extra: "")
+        try fixture.write(config: "socket = \"\(fixture.socket)\"\n[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"1h\"\nremote = \"file://\(fixture.remoteDisk)\"\n")
+        try fixture.startDaemon()
+        #expect(try fixture.waitUntilIdle())
+        #expect(try fixture.tidesync(["pause", "st"]).output.contains("Paused: st"))
+        let paused = try fixture.statusJSON()
+        #expect(paused.status == 1)
+        #expect(DaemonFixture.firstDomain(paused.json)["state"] as? String == "paused")
+        #expect(try fixture.tidesync(["pause", "nope"]).status == 4)
+        #expect(try fixture.tidesync(["resume"]).status == 0)
+        // poll_interval is an hour: only sync-now brings the new file over.
+        try Data("new".utf8).write(to: URL(fileURLWithPath: fixture.local + "/new.txt"))
+        #expect(try fixture.tidesync(["sync-now"]).status == 0)
+        #expect(fixture.wait(seconds: 10) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
+    }
+
+    @Test("Apache stops: error and next retry shown, exit 2; it comes back: idle again")
+    func serverStoppedAndBack() throws {
+        let apache = try PrivateApache()
+        defer { apache.stop() }
+        let collection = try apache.collection()
+        try fixture.configure(url: collection.url, disk: collection.disk, password: apache.password)
+        try fixture.startDaemon()
+        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+        apache.stop()
+        var error: [String: Any] = [:]
+        #expect(try fixture.wait(seconds: 20) {
+            let (status, json, _) = try fixture.statusJSON()
+            error = DaemonFixture.firstDomain(json)["error"] as? [String: Any] ?? [:]
+            return status == 2
+        }, "never in error; log:\n\(fixture.log.suffix(2000))")
+        #expect(error["code"] as? String == "serverUnreachable")
+        let retry = try #require((error["nextRetry"] as? String).flatMap(ISO8601DateFormatter().date(from:)))
+        #expect(retry > Date().addingTimeInterval(-5))
+        let screen = try fixture.tidesync(["status"])
+        #expect(screen.status == 2)
+        #expect(screen.output.contains("ERROR: server unreachable"))
+        #expect(screen.output.contains("next retry:"))
+        try apache.restart()
+        try Data("after".utf8).write(to: URL(fileURLWithPath: fixture.local + "/after.txt"))
+        #expect(try fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
+        #expect(FileManager.default.fileExists(atPath: collection.disk + "/after.txt"))
+    }
+}
+
+/// An Apache mod_dav of this test alone (packaging/dav-server.sh), which it can stop and
+/// start again on the same port without disturbing the shared one.
+final class PrivateApache {
+    let directory: String
+    let values: [String: String]
+
+    init() throws {
+        directory = "/tmp/tidesync-pa-" + UUID().uuidString.prefix(8)
+        let result = try Self.shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "start", directory])
+        guard result.status == 0 else { throw ControlFailure(.failed, "dav-server.sh start failed: \(result.errors)") }
+        let env = try String(contentsOfFile: directory + "/env", encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in env.split(separator: "\n") where line.hasPrefix("export ") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { values[String(pair[0])] = String(pair[1]) }
+        }
+        self.values = values
+    }
+
+    var password: String { values["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
+
+    func collection() throws -> (url: String, disk: String) {
+        let name = "c"
+        let disk = values["TIDESYNC_TEST_DAV_INF_ROOT"]! + "/" + name
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        if getuid() == 0, let owner = values["TIDESYNC_TEST_DAV_OWNER"] {
+            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: disk)
+        }
+        return (values["TIDESYNC_TEST_DAV_INF_URL"]! + name + "/", disk)
+    }
+
+    func stop() {
+        _ = try? Self.shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "stop", directory])
+    }
+
+    /// Starts Apache again from the configuration `start` wrote: same port, same password.
+    func restart() throws {
+        let owner = values["TIDESYNC_TEST_DAV_OWNER"] ?? "www-data"
+        let environment = ["APACHE_RUN_DIR": directory + "/run", "APACHE_LOCK_DIR": directory + "/lock",
+                           "APACHE_LOG_DIR": directory, "APACHE_PID_FILE": directory + "/httpd.pid",
+                           "APACHE_RUN_USER": owner, "APACHE_RUN_GROUP": owner, "LANG": "C", "PATH": "/usr/sbin:/usr/bin:/bin"]
+        let result = try Self.shell(["/usr/sbin/apache2", "-f", directory + "/httpd.conf", "-k", "start"], environment: environment)
+        guard result.status == 0 else { throw ControlFailure(.failed, "apache2 -k start failed: \(result.errors)") }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Runs `arguments` through /bin/sh and waits for its pid. Not `Process`: Foundation
+    /// watches a child through a descriptor the daemonized Apache inherits and never closes, so
+    /// `waitUntilExit` would wait for Apache's end.
+    static func shell(_ arguments: [String], environment: [String: String] = [:]) throws -> Binary.Result {
+        let log = NSTemporaryDirectory() + "tidesync-pa-" + UUID().uuidString + ".log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let variables = environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
+        let status = system("\(variables.isEmpty ? "" : "env " + variables + " ")\(quoted) </dev/null >/dev/null 2>\(log)")
+        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return Binary.Result(status: status == 0 ? 0 : 1, output: "", errors: errors)
+    }
+}
