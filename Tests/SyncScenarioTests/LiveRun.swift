@@ -83,7 +83,7 @@ final class LiveRun: @unchecked Sendable {
 }
 
 /// Waits until `condition` holds, checking every 50 ms; records an issue after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation,
+func eventually(_ what: String, timeout: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
                 _ condition: () async throws -> Bool) async throws {
     let end = ContinuousClock.now + timeout
     while ContinuousClock.now < end {

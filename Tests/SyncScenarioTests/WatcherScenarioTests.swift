@@ -76,7 +76,7 @@ struct WatcherScenarioTests {
             try world.write("film.mkv.part", "partial")
             try world.write("setup.iso.crdownload", "partial")
             try world.write("marker", "last")
-            try await eventually("marker uploaded") { world.serverText("marker") == "last" }
+            try await eventually("marker uploaded") { try world.synced("marker", "last") }
             try await Task.sleep(for: .milliseconds(600))
             let onServer = SyncWorld.tree(world.remoteDisk).keys.filter { !$0.hasPrefix(".DAV") }
             #expect(onServer.sorted() == ["marker"])
@@ -279,7 +279,7 @@ struct WatcherScenarioTests {
             try FileManager.default.removeItem(atPath: world.localRoot)
             try await eventually("the error") { run.log.contains("was deleted") }
             try FileManager.default.createDirectory(atPath: world.localRoot, withIntermediateDirectories: true)
-            try await eventually("the folder is refused", timeout: .seconds(20)) { run.log.contains("is not the folder synced before") }
+            try await eventually("the folder is refused", timeout: .seconds(60)) { run.log.contains("is not the folder synced before") }
             #expect(world.serverText("docs/file7.txt") == "7", "nothing deleted on the server")
             #expect((try await world.remoteTree()).count == 21)
         }
