@@ -500,7 +500,8 @@ idle_window() {
     ctx_switches "$W/ctx0"
     c0=$(cpu_ticks)
     say "$label: idle for $IDLE_SECONDS s"
-    sleep "$IDLE_SECONDS"
+    sleep "$IDLE_SECONDS" &
+    wait $! # (a signal's trap runs at once, not after the sleep)
     alive || fail "$label: the daemon exited during the idle window"
     c1=$(cpu_ticks)
     ctx_switches "$W/ctx1"
