@@ -138,16 +138,6 @@ public final class DomainMonitor: PlanObserver, Sendable {
         }
     }
 
-    /// While paused, sleeps until resumed or stopped; returns true if it slept.
-    public func holdWhilePaused(_ stop: StopFlag) async -> Bool {
-        var held = false
-        while !stop.isStopped, state.withLock({ $0.snapshot.paused }) {
-            held = true
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return held
-    }
-
     // MARK: The user's calls
 
     /// Pauses or resumes: while paused no new step starts; running ones finish.

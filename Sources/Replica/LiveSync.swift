@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import Logging
 import SyncEngine
 
@@ -58,7 +59,7 @@ public final class LiveSync: Sendable {
     let logger: Logger
     let addWatch: @Sendable (Int32, String, UInt32) -> Int32
     let observer: (any LiveSyncObserver)?
-    private let counters = Locked(Counters())
+    private let counters = Mutex(Counters())
 
     struct Counters {
         var passes = 0
@@ -253,12 +254,4 @@ public final class LiveSync: Sendable {
             logger.warning("cannot watch \(fresh.count) folder(s) such as \(place): \(String(cString: strerror(code))); \(every)")
         }
     }
-}
-
-/// A value behind a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }

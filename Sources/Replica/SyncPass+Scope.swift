@@ -51,16 +51,9 @@ extension SyncPass {
             let scan = try scanner.scan()
             var observed = Observed(skipped: scan.skipped)
             observed.local.reserveCapacity(scan.entries.count)
+            let byInode = Self.byInode(recorded)
             for (path, entry) in scan.entries {
-                if entry.kind == .file, recorded[path]?.local != entry.stat, runner.folder.isOpenForWriting(path) {
-                    // Changed and still being written: looked at again once the writer is done.
-                    observed.heldBack[path] = false
-                    if let record = recorded[path], let stat = record.local, record.kind == .file {
-                        observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
-                    }
-                    continue
-                }
-                observed.local[path] = Self.observation(entry)
+                admit(Self.observation(entry), at: path, recorded: recorded, byInode: byInode, overdue: false, into: &observed)
             }
             return observed
         }
@@ -96,24 +89,10 @@ extension SyncPass {
                 }
             }
         }
-        // A file a writer still holds is not read now: it keeps its recorded state (or,
-        // moved, its recorded contents at its new place) and is looked at again later.
-        let byInode = Dictionary(recorded.values.compactMap { r in r.local.map { ($0.inode, r) } }, uniquingKeysWith: { a, _ in a })
+        let byInode = Self.byInode(recorded)
         for (path, observation) in fresh {
-            if observation.kind == .file, recorded[path]?.local != observation.stat, runner.folder.isOpenForWriting(path) {
-                if changes.overdue.contains(path) {
-                    logger.notice("\(path) has been open for writing or changing for a long time; syncing it as it is now")
-                    observed.local[path] = observation
-                    continue
-                }
-                observed.heldBack[path] = false
-                let earlier = byInode[observation.stat.inode] ?? recorded[path]
-                if let earlier, let stat = earlier.local, earlier.kind == .file {
-                    observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
-                }
-                continue
-            }
-            observed.local[path] = observation
+            admit(observation, at: path, recorded: recorded, byInode: byInode, overdue: changes.overdue.contains(path),
+                  into: &observed)
         }
         // Every folder above what was seen is there too (it may have settled earlier).
         for path in fresh.keys where observed.local[path] != nil {
@@ -147,6 +126,32 @@ extension SyncPass {
             root.local = LocalStat(inode: inode, size: 0, modificationTimeNanoseconds: 0)
             try runner.provider.state.apply([.upsert(root)])
         }
+    }
+
+    /// Puts what was seen at `path` into `observed` — unless it is a changed file a writer
+    /// still holds: that is not read now, keeps its recorded state (or, moved, its
+    /// recorded contents at its new place) and is handed back to be looked at later.
+    /// An `overdue` file (changing or held for the whole cap) is taken as it is.
+    func admit(_ observation: LocalObservation, at path: RemotePath, recorded: [RemotePath: ItemRecord],
+               byInode: [UInt64: ItemRecord], overdue: Bool, into observed: inout Observed) {
+        guard observation.kind == .file, recorded[path]?.local != observation.stat, runner.folder.isOpenForWriting(path) else {
+            observed.local[path] = observation
+            return
+        }
+        if overdue {
+            logger.notice("\(path) has been open for writing or changing for a long time; syncing it as it is now")
+            observed.local[path] = observation
+            return
+        }
+        observed.heldBack[path] = false
+        if let earlier = byInode[observation.stat.inode] ?? recorded[path], let stat = earlier.local, earlier.kind == .file {
+            observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
+        }
+    }
+
+    /// The recorded items by local inode.
+    static func byInode(_ recorded: [RemotePath: ItemRecord]) -> [UInt64: ItemRecord] {
+        Dictionary(recorded.values.compactMap { r in r.local.map { ($0.inode, r) } }, uniquingKeysWith: { a, _ in a })
     }
 
     /// Replaces what `observed` holds at `paths` by what is there now.

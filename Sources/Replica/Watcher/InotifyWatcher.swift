@@ -133,15 +133,11 @@ public final class InotifyWatcher: @unchecked Sendable {
             guard let names = try? LocalScanner.names(in: absolute(folder)) else { continue }
             for bytes in names {
                 guard let name = String(validating: bytes, as: UTF8.self), let child = try? folder.appending(name),
-                      !excluded(child) else { continue }
+                      !exclude.excludes(child) else { continue }
                 var st = stat()
                 if lstat(absolute(child), &st) == 0, st.st_mode & S_IFMT == S_IFDIR { pending.append(child) }
             }
         }
-    }
-
-    func excluded(_ path: RemotePath) -> Bool {
-        exclude.excludes(path)
     }
 
     /// Forgets the watches of `path` and below (moved out of the sync folder: they must
@@ -259,7 +255,7 @@ public final class InotifyWatcher: @unchecked Sendable {
         let isFolder = raw.mask & Self.inIsDir != 0
         // A name that cannot be synced is reported by the scan; an excluded one never counts.
         var path: RemotePath?
-        if let name = String(validating: raw.name, as: UTF8.self), let child = try? folder.appending(name), !excluded(child) {
+        if let name = String(validating: raw.name, as: UTF8.self), let child = try? folder.appending(name), !exclude.excludes(child) {
             path = child
         }
         if raw.mask & Self.inMovedFrom != 0 {
