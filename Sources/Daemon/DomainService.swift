@@ -41,15 +41,16 @@ public final class DomainService: Sendable {
             throw ProviderError(.cannotSynchronize, "domain \"\(domain.name)\": the local folder \(domain.localPath) does not exist; create it (mkdir -p \(domain.localPath))")
         }
         store = try RemoteStoreFactory.open(domain, logger: logger)
-        let provider = SyncProvider(store: store.store, state: state)
-        let folder = LocalFolder(root: domain.localPath)
+        let bundles = BundleRule(extensions: domain.bundleExtensions)
+        let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
+        let provider = SyncProvider(store: store.store, state: state, bundles: bundles)
+        let folder = LocalFolder(root: domain.localPath, bundles: bundles, exclude: exclude)
         let monitor = monitor ?? DomainMonitor(name: domain.name)
         monitor.attach(state)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
                                 observer: monitor)
-        let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
         self.exclude = exclude
-        pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude),
+        pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete), logger: logger)
         self.domain = domain
         self.stop = stop

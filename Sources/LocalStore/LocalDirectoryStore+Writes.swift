@@ -110,6 +110,35 @@ extension LocalDirectoryStore {
         return try await entry(at: destination)
     }
 
+    /// Copies the tree at `source` to the free `destination`, symlinks as symlinks. The copy
+    /// is made under a temporary name and renamed into place, so it appears whole.
+    public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
+        try checkRoot()
+        guard try FileStatus.of(fullPath(source)) != nil else {
+            throw ProviderError(.noSuchItem, "\(source) does not exist in the store")
+        }
+        try checkParent(of: destination)
+        let temporary = fullPath(destination.parent) + "/" + TemporaryName.make()
+        do {
+            try FileManager.default.copyItem(atPath: fullPath(source), toPath: temporary)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw ProviderError(.cannotSynchronize, "cannot copy \(source) to \(destination) in the store",
+                                underlying: "\(error)")
+        }
+        do {
+            try lock.withLock { () throws(ProviderError) in
+                try check(.mustNotExist, at: fullPath(destination), path: destination)
+                try rename(temporary, to: fullPath(destination))
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+        syncDirectory(fullPath(destination.parent))
+        return true
+    }
+
     public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
         try checkRoot()
         guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the store's root") }

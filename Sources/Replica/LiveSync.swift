@@ -222,7 +222,9 @@ public final class LiveSync: Sendable {
     func startWatcher(_ queue: ChangeQueue) -> InotifyWatcher? {
         do {
             let watcher = try InotifyWatcher(root: root, exclude: exclude, addWatch: addWatch)
-            watcher.start { queue.add($0) }
+            let bundles = pass.scanner.bundles
+            // Any change under a bundle is a change of the bundle, settling as one.
+            watcher.start { events in queue.add(events.flatMap { $0.mapped(by: bundles) }) }
             logger.debug("watching \(watcher.watchCount) folder(s) under \(root)")
             return watcher
         } catch {

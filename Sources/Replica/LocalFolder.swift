@@ -18,9 +18,16 @@ import SyncEngine
 public struct LocalFolder: Sendable {
     /// The sync folder, absolute, without a trailing slash.
     public let root: String
+    /// Bundles are one item: looked at, replaced and deleted whole.
+    public let bundles: BundleRule
+    /// What is not a member of a bundle (the scanner's exclude list).
+    public let exclude: ExcludeList
 
-    public init(root: String) {
+    public init(root: String, bundles: BundleRule = .standard,
+                exclude: ExcludeList = ExcludeList(patterns: ExcludeList.defaultPatterns)) {
         self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.bundles = bundles
+        self.exclude = exclude
     }
 
     /// The prefix of the temporary files downloads are written to.
@@ -30,9 +37,17 @@ public struct LocalFolder: Sendable {
         path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
     }
 
-    /// What is at `path` now (lstat), or nil.
+    /// What is at `path` now (lstat), or nil; a bundle as one item with its `LocalBundle` stat.
     public func entry(at path: RemotePath) -> LocalScanEntry? {
-        LocalScanner.entry(at: absolute(path), path: path)
+        guard let entry = LocalScanner.entry(at: absolute(path), path: path) else { return nil }
+        guard entry.kind == .folder, bundles.isBundle(name: path.name), bundles.enclosingBundle(of: path) == nil,
+              let bundle = LocalBundle.scan(at: absolute(path), path: path, exclude: exclude) else { return entry }
+        return LocalScanEntry(path: path, kind: .bundle, stat: bundle.stat)
+    }
+
+    /// The bundle at `path` as it is now, walked; nil when no bundle is there.
+    public func bundle(at path: RemotePath) -> LocalBundle? {
+        LocalBundle.scan(at: absolute(path), path: path, exclude: exclude)
     }
 
     /// A fresh temporary file name in the folder of `path` (nothing is created).
@@ -131,6 +146,10 @@ public struct LocalFolder: Sendable {
                        isUnchanged: (LocalScanEntry) -> Bool) throws(ProviderError) -> Bool {
         guard let now = entry(at: path) else { return true }
         if let expected { try require(path, holds: expected, kind: now.kind) }
+        if now.kind == .bundle {
+            try removeTree(path)
+            return true
+        }
         if now.kind != .folder {
             guard unlink(absolute(path)) == 0 || errno == ENOENT else { throw Self.error(errno, "cannot delete \(absolute(path))") }
             syncFolder(of: absolute(path))
@@ -150,6 +169,8 @@ public struct LocalFolder: Sendable {
             if child.kind == .folder {
                 if try deleteContents(of: child.path, isUnchanged: isUnchanged), rmdir(absolute(child.path)) == 0 { continue }
                 emptied = false
+            } else if child.kind == .bundle {
+                do { try removeTree(child.path) } catch { emptied = false }
             } else if unlink(absolute(child.path)) != 0, errno != ENOENT {
                 emptied = false
             }
@@ -199,12 +220,12 @@ public struct LocalFolder: Sendable {
     // MARK: Building blocks
 
     /// Throws `versionMismatch` unless the item at `path` is of `kind` and has `expected`
-    /// (files: inode, size and mtime; folders and symlinks: the inode).
+    /// (files and bundles: inode, size and mtime — a bundle's digest; folders and symlinks: the inode).
     func require(_ path: RemotePath, holds expected: LocalStat, kind: ItemKind) throws(ProviderError) {
         guard let now = entry(at: path), now.kind == kind else {
             throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
         }
-        let same = kind == .file ? now.stat == expected : now.stat.inode == expected.inode
+        let same = kind == .file || kind == .bundle ? now.stat == expected : now.stat.inode == expected.inode
         guard same else {
             throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
         }
@@ -231,11 +252,11 @@ public struct LocalFolder: Sendable {
         try renameOrThrow(source, to: target)
     }
 
-    private func renameOrThrow(_ source: String, to target: String) throws(ProviderError) {
+    func renameOrThrow(_ source: String, to target: String) throws(ProviderError) {
         guard rename(source, target) == 0 else { throw Self.error(errno, "cannot put \(target) in place") }
     }
 
-    private func setModificationDate(_ path: String, _ date: Date) {
+    func setModificationDate(_ path: String, _ date: Date) {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
         let stamp = timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
@@ -244,7 +265,7 @@ public struct LocalFolder: Sendable {
     }
 
     /// fsyncs the folder holding `path`, so a rename into it survives a power loss.
-    private func syncFolder(of path: String) {
+    func syncFolder(of path: String) {
         let folder = (path as NSString).deletingLastPathComponent
         let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
@@ -252,7 +273,7 @@ public struct LocalFolder: Sendable {
         close(fd)
     }
 
-    private func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
         var done = 0
         while done < count {
             let n = read(fd, buffer + done, count - done)

@@ -8,7 +8,8 @@ import SyncEngine
 /// One item the scanner found in the sync folder.
 public struct LocalScanEntry: Hashable, Sendable {
     public var path: RemotePath
-    /// `file`, `folder` or `symlink` (bundles are decided by the engine from the name).
+    /// `file`, `folder`, `symlink`, or `bundle` (a folder whose name the domain's bundle
+    /// rule names; its stat is `LocalBundle`'s).
     public var kind: ItemKind
     /// Inode, size and mtime in ns, as recorded after a sync.
     public var stat: LocalStat
@@ -29,10 +30,26 @@ public struct LocalScan: Sendable {
 public struct LocalScanner: Sendable {
     public let root: String
     public let exclude: ExcludeList
+    /// Which folders are bundles: reported as one item, not walked into.
+    public let bundles: BundleRule
 
-    public init(root: String, exclude: ExcludeList) {
+    public init(root: String, exclude: ExcludeList, bundles: BundleRule = .standard) {
         self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
         self.exclude = exclude
+        self.bundles = bundles
+    }
+
+    /// What is at `path` now: as `entry(at:path:)`, with a bundle reported as one item.
+    public func item(at path: RemotePath) -> LocalScanEntry? {
+        guard let entry = Self.entry(at: absolute(path), path: path) else { return nil }
+        return asBundle(entry) ?? entry
+    }
+
+    /// `entry` as a bundle when it is a folder the bundle rule names (and not inside a bundle).
+    func asBundle(_ entry: LocalScanEntry) -> LocalScanEntry? {
+        guard entry.kind == .folder, bundles.isBundle(name: entry.path.name), bundles.enclosingBundle(of: entry.path) == nil,
+              let bundle = LocalBundle.scan(at: absolute(entry.path), path: entry.path, exclude: exclude) else { return nil }
+        return LocalScanEntry(path: entry.path, kind: .bundle, stat: bundle.stat)
     }
 
     /// Scans the whole tree below the root.
@@ -83,7 +100,7 @@ public struct LocalScanner: Sendable {
                 result.skipped.append((relative, "the name cannot be synced"))
                 continue
             }
-            if let entry = Self.entry(at: absolute(path), path: path) { found.append(entry) }
+            if let entry = Self.entry(at: absolute(path), path: path) { found.append(asBundle(entry) ?? entry) }
         }
         return found
     }

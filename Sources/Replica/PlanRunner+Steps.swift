@@ -8,9 +8,13 @@ import SyncEngine
 
 /// One step of a plan: the guarded write on its side, then its record.
 extension PlanRunner {
-    func perform(_ step: SyncAction, operation: Int64?, temporary: URL?,
+    func perform(_ step: SyncAction, operation: Int64?, temporary: URL?, scratch: String? = nil,
                  context: Context, progress: TransferProgress? = nil) async throws(ProviderError) {
         logger.debug("\(step.stepName) \(step.path)")
+        if try await performForBundle(step, operation: operation, temporary: temporary, scratch: scratch, context: context,
+                                      progress: progress) {
+            return
+        }
         switch step {
         case .createRemoteFolder(let path, let item):
             let local = try present(path, kind: .folder)
@@ -73,9 +77,9 @@ extension PlanRunner {
         case .deleteRemote(let path, let version, let item):
             if try provider.path(of: item) == path {
                 try await provider.deleteItem(item, baseVersion: ItemVersion(content: version),
-                                              options: WriteOptions(journalEntry: operation))
+                                              options: WriteOptions(journalEntry: operation, scratchToken: scratch))
             } else {
-                try await provider.deleteRemote(path, version: version, item: item, operation: operation)
+                try await provider.deleteRemote(path, version: version, item: item, scratchToken: scratch, operation: operation)
             }
         case .createLocalFolder(let path, let item):
             let stat = try folder.makeFolder(at: path)

@@ -92,6 +92,8 @@ public final class PlanRunner: Sendable {
         var path: RemotePath
         /// A temporary file of ours the step may leave behind.
         var temporary: String?
+        /// The token of the remote temporaries of a bundle write (`BundleScratch`), beside `path`.
+        var scratch: String?
     }
 
     /// What a pass needs besides the plan.
@@ -126,6 +128,7 @@ public final class PlanRunner: Sendable {
         for operation in try provider.state.pendingOperations() {
             let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload)
             if let temporary = entry?.temporary { removeTemporary(temporary) }
+            if operation.attempts == 0, entry?.scratch != nil { continue }  // `recoverRemote` finishes it
             if operation.attempts > 0, let entry {
                 if let older = failures[entry.path] { done.append(.completeOperation(older.id)) }
                 failures[entry.path] = operation
@@ -138,12 +141,30 @@ public final class PlanRunner: Sendable {
         return failures
     }
 
-    /// Removes one of our temporary files, never anything else: the name must have our
-    /// prefix and lie inside the sync folder.
+    /// Puts the server back in order after a bundle write cut short by a crash: an old
+    /// version set aside goes back in place, a half-built new one goes (see
+    /// `SyncProvider.cleanUpScratch`). Runs before `recover()`, which then completes the
+    /// entries. Throws when the server cannot be reached (the pass is retried later).
+    public func recoverRemote() async throws(ProviderError) {
+        for operation in try provider.state.pendingOperations() {
+            guard let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload),
+                  let token = entry.scratch else { continue }
+            try await provider.cleanUpScratch(beside: entry.path, token: token)
+            if operation.attempts == 0 {
+                logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")
+                try provider.state.apply([.completeOperation(operation.id)])
+            }
+        }
+    }
+
+    /// Removes one of our temporary files (or a bundle's temporary directory), never
+    /// anything else: the name must have our prefix and lie inside the sync folder.
     func removeTemporary(_ path: String) {
         let name = (path as NSString).lastPathComponent
         guard name.hasPrefix(LocalFolder.temporaryPrefix), path.hasPrefix(folder.root + "/"), !path.contains("/../") else { return }
-        unlink(path)
+        if unlink(path) != 0, errno == EISDIR {
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     // MARK: Running a plan
@@ -153,7 +174,8 @@ public final class PlanRunner: Sendable {
     public func run(_ plan: [SyncAction], context: Context) async throws(ProviderError) -> RunReport {
         guard !plan.isEmpty else { return RunReport() }
         let temporaries: [URL?] = plan.map { $0.needsTemporary ? folder.temporaryURL(beside: $0.path) : nil }
-        let operations = try journal(plan, temporaries: temporaries)
+        let scratches: [String?] = plan.map { $0.writesRemoteBundle(folder.bundles) ? UUID().uuidString : nil }
+        let operations = try journal(plan, temporaries: temporaries, scratches: scratches)
         var schedule = PlanSchedule(plan)
         var report = RunReport()
         observer?.planStarted(plan.map { PlannedStep($0, remote: context.remote) })
@@ -175,13 +197,13 @@ public final class PlanRunner: Sendable {
                 while running < transfers, report.parked == nil, !stop.isStopped, observer?.holdsNewSteps != true,
                       let index = schedule.next() {
                     guard schedule.outcomes[index] == nil else { continue }
-                    let (step, operation, temporary) = (plan[index], operations[index], temporaries[index])
+                    let (step, operation, temporary, scratch) = (plan[index], operations[index], temporaries[index], scratches[index])
                     let progress = progressReporter(for: index)
                     observer?.stepStarted(index)
                     group.addTask {
                         do throws(ProviderError) {
-                            try await self.perform(step, operation: operation, temporary: temporary, context: context,
-                                                   progress: progress)
+                            try await self.perform(step, operation: operation, temporary: temporary, scratch: scratch,
+                                                   context: context, progress: progress)
                             return (index, nil)
                         } catch {
                             return (index, error)
@@ -224,12 +246,13 @@ public final class PlanRunner: Sendable {
         return { done, total in observer.transferProgressed(step: index, bytesDone: done, bytesTotal: total) }
     }
 
-    private func journal(_ plan: [SyncAction], temporaries: [URL?]) throws(ProviderError) -> [Int64?] {
+    private func journal(_ plan: [SyncAction], temporaries: [URL?], scratches: [String?]) throws(ProviderError) -> [Int64?] {
         let now = provider.clock.now()
         let indices = plan.indices.filter { plan[$0].doesIO }
         let encoder = JSONEncoder()
         let entries = indices.map { index in
-            let entry = JournalEntry(step: plan[index].stepName, path: plan[index].path, temporary: temporaries[index]?.path)
+            let entry = JournalEntry(step: plan[index].stepName, path: plan[index].path, temporary: temporaries[index]?.path,
+                                     scratch: scratches[index])
             return PendingOperation(itemID: plan[index].itemID, kind: plan[index].stepName,
                                     payload: (try? encoder.encode(entry)) ?? Data(), createdAt: now)
         }
@@ -300,6 +323,19 @@ extension SyncAction {
         switch self {
         case .record, .forget, .remoteNameWins: false
         default: true
+        }
+    }
+
+    /// True for steps that may build or set aside a bundle on the server (and so need a
+    /// scratch token in their journal entry).
+    func writesRemoteBundle(_ rule: BundleRule) -> Bool {
+        switch self {
+        case .upload(let path, _, _, _), .deleteRemote(let path, _, _), .compareContents(let path, _, _, _, _):
+            rule.isBundle(name: path.name)
+        case .conflictCopy(let conflict):
+            conflict.kind == .bundle
+        default:
+            false
         }
     }
 

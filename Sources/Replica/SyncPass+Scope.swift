@@ -60,10 +60,16 @@ extension SyncPass {
         var observed = Observed(local: Self.localAsRecorded(recorded))
         var fresh: [RemotePath: LocalObservation] = [:]
         var replaced: Set<RemotePath> = []  // subtrees whose recorded view is dropped
-        for (path, subtree) in changes.paths.sorted(by: { $0.key.components.count < $1.key.components.count }) {
+        // A change inside a bundle is a change of the bundle.
+        var paths: [RemotePath: Bool] = [:]
+        for (path, subtree) in changes.paths {
+            let item = scanner.bundles.item(for: path)
+            paths[item] = paths[item] == true || subtree || item != path
+        }
+        for (path, subtree) in paths.sorted(by: { $0.key.components.count < $1.key.components.count }) {
             guard !path.isRoot || subtree else { continue }
             guard !scanner.excludes(path) else { continue }
-            let top = path.isRoot ? nil : LocalScanner.entry(at: scanner.absolute(path), path: path)
+            let top = path.isRoot ? nil : scanner.item(at: path)
             if !path.isRoot && top == nil {
                 replaced.insert(path)
                 continue
@@ -98,7 +104,7 @@ extension SyncPass {
         for path in fresh.keys where observed.local[path] != nil {
             var cursor = path.parent
             while !cursor.isRoot, observed.local[cursor] == nil {
-                guard let entry = LocalScanner.entry(at: scanner.absolute(cursor), path: cursor) else { break }
+                guard let entry = scanner.item(at: cursor) else { break }
                 observed.local[cursor] = Self.observation(entry)
                 cursor = cursor.parent
             }
@@ -156,8 +162,8 @@ extension SyncPass {
 
     /// Replaces what `observed` holds at `paths` by what is there now.
     func overlay(_ paths: [RemotePath], on observed: inout Observed, recorded: [RemotePath: ItemRecord]) {
-        for path in paths where !path.isRoot && !scanner.excludes(path) {
-            if let entry = LocalScanner.entry(at: scanner.absolute(path), path: path) {
+        for path in Set(paths.map(scanner.bundles.item(for:))) where !path.isRoot && !scanner.excludes(path) {
+            if let entry = scanner.item(at: path) {
                 observed.local[path] = Self.observation(entry)
             } else if recorded[path] != nil {
                 observed.local[path] = nil
@@ -189,9 +195,10 @@ extension SyncPass {
         result.reserveCapacity(recorded.count)
         for (path, record) in recorded where !path.isRoot && (record.kind == .folder || record.remoteETag != nil) {
             // A folder's recorded ETag is stale as soon as anything inside changes, and
-            // proves nothing on Apache anyway: folders count by existence.
-            let folder = record.kind == .folder || record.kind == .bundle
-            result[path] = RemoteEntry(path: path, kind: folder ? .folder : record.kind, size: record.size,
+            // proves nothing on Apache anyway: folders count by existence. (A bundle's
+            // version is derived from its members: it is kept.)
+            let folder = record.kind == .folder
+            result[path] = RemoteEntry(path: path, kind: record.kind, size: record.size,
                                        etag: folder ? nil : record.remoteETag, fileID: record.remoteFileID,
                                        symlinkTarget: record.symlinkTarget)
         }

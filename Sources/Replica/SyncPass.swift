@@ -60,6 +60,7 @@ public struct SyncPass: Sendable {
         defer {
             logger.debug("pass phases (\(scope.label)): \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
         }
+        try await runner.recoverRemote()
         let failures = try runner.recover()
         lap("recover")
         let base = try provider.state.allItems()
@@ -83,7 +84,12 @@ public struct SyncPass: Sendable {
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
-        let excludedRecords = recorded.filter { !$0.key.isRoot && scanner.exclude.excludes($0.key) }
+        // So is a record the bundle rule now reads as another kind (a folder that became a
+        // bundle, or back): both sides then hold it as new, and agree by comparing.
+        let excludedRecords = recorded.filter { path, record in
+            !path.isRoot && (scanner.exclude.excludes(path) || (record.kind == .folder && isBundle(path))
+                || (record.kind == .bundle && !isBundle(path)))
+        }
         let covered = Set(excludedRecords.map(\.value.id))
         let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
         var plan = Reconciler.plan(base: kept, local: observed.local, remote: remote, now: provider.clock.now(), host: host)
@@ -110,6 +116,11 @@ public struct SyncPass: Sendable {
         lap("apply")
         if let held { report.parked = report.parked ?? held }
         return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack)
+    }
+
+    /// True when the item at `path` is a bundle by the domain's rule.
+    func isBundle(_ path: RemotePath) -> Bool {
+        scanner.bundles.isBundle(name: path.name) && scanner.bundles.enclosingBundle(of: path) == nil
     }
 
     /// `3 upload, 1 download` — the plan's steps counted by kind.

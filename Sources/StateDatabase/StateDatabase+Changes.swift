@@ -77,6 +77,24 @@ extension StateDatabase {
                 """).execute(arguments: [notBefore?.timeIntervalSince1970, error, id])
         case .recordConflict(let conflict):
             try recordConflict(conflict, in: db)
+        case .setBundleMembers(let id, let members):
+            try setBundleMembers(of: id, to: members, in: db)
+        }
+    }
+
+    private static func setBundleMembers(of id: ItemIdentifier, to members: [BundleMember], in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM bundle_member WHERE bundle_id = ?").execute(arguments: [id.rawValue])
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO bundle_member (bundle_id, relative_path, kind, size, content_hash, remote_etag, remote_etag_weak,
+                                       symlink_target, local_inode, local_mtime_ns)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        for member in members {
+            try insert.execute(arguments: [
+                id.rawValue, member.relativePath, member.kind.rawValue, member.size, member.contentHash,
+                member.remoteETag?.value, member.remoteETag?.isWeak ?? false, member.symlinkTarget,
+                member.local.map { Int64(bitPattern: $0.inode) }, member.local?.modificationTimeNanoseconds,
+            ])
         }
     }
 
@@ -90,6 +108,7 @@ extension StateDatabase {
         case .completeOperation(let id): "complete journal entry \(id)"
         case .failOperation(let id, _, _): "record a failure of journal entry \(id)"
         case .recordConflict(let conflict): "record the conflict copy \(conflict.copy)"
+        case .setBundleMembers(let id, let members): "record the \(members.count) members of bundle \(id)"
         }
     }
 

@@ -90,6 +90,31 @@ extension StateDatabase {
         }
     }
 
+    public func bundleMembers(of id: ItemIdentifier) throws(ProviderError) -> [BundleMember] {
+        try read("read the manifest of bundle \(id)") { db in
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT relative_path, kind, size, content_hash, remote_etag, remote_etag_weak, symlink_target,
+                       local_inode, local_mtime_ns
+                FROM bundle_member WHERE bundle_id = ? ORDER BY relative_path
+                """), arguments: [id.rawValue])
+            return try rows.map { row in
+                let kindName: String = try row.decode(atIndex: 1)
+                guard let kind = ItemKind(rawValue: kindName) else {
+                    throw DatabaseError(message: "bundle member of unknown kind \(kindName)")
+                }
+                let size: Int64 = try row.decode(atIndex: 2)
+                let etag = try row.decode(String?.self, atIndex: 4).map { ETag(value: $0, isWeak: try row.decode(Bool.self, atIndex: 5)) }
+                var local: LocalStat?
+                if let inode = try row.decode(Int64?.self, atIndex: 7), let mtime = try row.decode(Int64?.self, atIndex: 8) {
+                    local = LocalStat(inode: UInt64(bitPattern: inode), size: size, modificationTimeNanoseconds: mtime)
+                }
+                return BundleMember(relativePath: try row.decode(atIndex: 0), kind: kind, size: size,
+                                    contentHash: try row.decode(atIndex: 3), remoteETag: etag,
+                                    symlinkTarget: try row.decode(atIndex: 6), local: local)
+            }
+        }
+    }
+
     /// The journal, oldest first.
     public func pendingOperations() throws(ProviderError) -> [PendingOperation] {
         try read("read the journal") { db in

@@ -24,6 +24,9 @@ enum StateSchema {
         migrator.registerMigration(v2Name) { db in
             try db.execute(sql: v2SQL)
         }
+        migrator.registerMigration(v3Name) { db in
+            try db.execute(sql: v3SQL)
+        }
         return migrator
     }()
 
@@ -163,5 +166,16 @@ enum StateSchema {
         ) STRICT;
 
         CREATE INDEX conflict_by_detected_at ON conflict (detected_at);
+        """
+
+    static let v3Name = "v3-bundle-member-local"
+
+    static let v3SQL = """
+        -- What a bundle manifest needs besides v1's columns: a symlink member's target, and the
+        -- member's local inode and mtime when the bundle was last synced, so an unchanged
+        -- member is not hashed again (its size is the size column).
+        ALTER TABLE bundle_member ADD COLUMN symlink_target TEXT;
+        ALTER TABLE bundle_member ADD COLUMN local_inode INTEGER;
+        ALTER TABLE bundle_member ADD COLUMN local_mtime_ns INTEGER;
         """
 }

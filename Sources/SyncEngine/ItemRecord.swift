@@ -113,4 +113,6 @@ public enum StateChange: Hashable, Sendable {
     case failOperation(Int64, error: String, notBefore: Date?)
     /// Adds a conflict copy to the list of conflicts.
     case recordConflict(ConflictRecord)
+    /// Replaces the manifest of the bundle `id`.
+    case setBundleMembers(ItemIdentifier, [BundleMember])
 }

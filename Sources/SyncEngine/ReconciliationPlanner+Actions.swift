@@ -52,7 +52,7 @@ extension Planner {
     enum ConflictOutcome {
         /// Nothing to keep apart: folders merge, symlinks with one target agree.
         case agree
-        /// Files of one size: the engine compares hashes before keeping both.
+        /// Files (or bundles) of one size: the engine compares contents before keeping both.
         case compare
         /// Keep both: the local version goes to a conflict copy.
         case copy
@@ -60,7 +60,7 @@ extension Planner {
 
     func conflictOutcome(_ kind: ItemKind, _ seenLocal: LocalObservation, _ seenRemote: RemoteEntry) -> ConflictOutcome {
         if kind == .folder || (kind == .symlink && seenLocal.symlinkTarget == seenRemote.symlinkTarget) { return .agree }
-        return kind == .file && seenLocal.size == seenRemote.size ? .compare : .copy
+        return (kind == .file || kind == .bundle) && seenLocal.size == seenRemote.size ? .compare : .copy
     }
 
     /// Both sides hold something at `place` that the other has not seen. Agreeing and

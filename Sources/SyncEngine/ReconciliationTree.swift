@@ -102,12 +102,12 @@ struct Placement {
     }
 
     /// Records whose file id (or, when the store reports none, whose size and ETag for
-    /// files) is at exactly one remote path holding a compatible kind.
+    /// files and bundles) is at exactly one remote path holding a compatible kind.
     static func locatedRemotely(_ tree: BaseTree, _ remote: [RemotePath: RemoteEntry]) -> [Int: RemotePath] {
         let byFileID = remote.values.contains { $0.fileID != nil }
         func key(kind: ItemKind, size: Int64, etag: ETag?, fileID: String?) -> RemoteKey? {
             if byFileID { return fileID.map { RemoteKey(fileID: $0, size: 0) } }
-            guard kind == .file, let etag else { return nil }
+            guard kind == .file || kind == .bundle, let etag else { return nil }
             return RemoteKey(etag: etag.value, size: size)
         }
         let keys = tree.indices.compactMap { index -> (Int, RemoteKey)? in
@@ -169,9 +169,9 @@ struct Placement {
     }
 
     /// True when a remote entry of `remoteKind` can be the item of a record of `kind`
-    /// (a bundle is a folder on the remote).
+    /// (the engine lists a bundle's root folder as a `bundle`).
     static func compatible(_ kind: ItemKind, remoteKind: ItemKind) -> Bool {
-        kind == remoteKind || (kind == .bundle && remoteKind == .folder)
+        kind == remoteKind
     }
 }
 

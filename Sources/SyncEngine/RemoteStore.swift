@@ -49,4 +49,14 @@ public protocol RemoteStore: Sendable {
 
     /// Deletes the item at `path` (folders recursively), guarded by `version` when given.
     func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError)
+
+    /// Copies the item at `source` (a folder with its whole subtree) to `destination`, which
+    /// must be free, on the server, without the bytes passing through the client. Returns
+    /// false when the store cannot copy (the caller then uploads instead).
+    func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool
+}
+
+extension RemoteStore {
+    /// Stores without a server-side copy say so.
+    public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool { false }
 }

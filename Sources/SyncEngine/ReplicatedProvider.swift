@@ -36,25 +36,38 @@ public struct ItemTemplate: Hashable, Sendable {
     /// The stat of the local item whose contents are handed over, recorded with the new
     /// remote version so the replica's next look sees "unchanged".
     public var local: LocalStat?
+    /// For bundles: the members found in the directory the contents URL names, hashed.
+    public var bundleMembers: [BundleMember]?
 
     public init(id: ItemIdentifier? = nil, parentID: ItemIdentifier, name: String, kind: ItemKind,
-                symlinkTarget: String? = nil, local: LocalStat? = nil) {
+                symlinkTarget: String? = nil, local: LocalStat? = nil, bundleMembers: [BundleMember]? = nil) {
         self.id = id
         self.parentID = parentID
         self.name = name
         self.kind = kind
         self.symlinkTarget = symlinkTarget
         self.local = local
+        self.bundleMembers = bundleMembers
     }
 }
 
 /// How a write call is carried out.
-public struct WriteOptions: Hashable, Sendable {
+public struct WriteOptions: Sendable {
     /// The journal entry (pending operation) the call completes, in the same transaction
     /// that records its result; nil when the caller journaled nothing.
     public var journalEntry: Int64?
+    /// The token naming the remote temporaries of a bundle write (`BundleScratch`), kept in
+    /// the journal entry so they can be cleaned up after a crash; nil: a fresh one.
+    public var scratchToken: String?
+    /// For bundles: checks that the bundle is still what was scanned (see `BundleContents`).
+    public var bundleUnchanged: (@Sendable () throws(ProviderError) -> Void)?
 
-    public init(journalEntry: Int64? = nil) { self.journalEntry = journalEntry }
+    public init(journalEntry: Int64? = nil, scratchToken: String? = nil,
+                bundleUnchanged: (@Sendable () throws(ProviderError) -> Void)? = nil) {
+        self.journalEntry = journalEntry
+        self.scratchToken = scratchToken
+        self.bundleUnchanged = bundleUnchanged
+    }
 }
 
 /// An item as the engine knows it: its middle-man record and its path now.

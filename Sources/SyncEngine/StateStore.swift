@@ -23,6 +23,8 @@ public protocol StateStore: Sendable {
 
     func syncAnchor() throws(ProviderError) -> SyncAnchor?
     func hydratedRanges(of id: ItemIdentifier) throws(ProviderError) -> (ranges: RangeSet, version: ETag?)
+    /// The manifest of the bundle `id` as last synced; empty when none is recorded.
+    func bundleMembers(of id: ItemIdentifier) throws(ProviderError) -> [BundleMember]
 
     /// Writes `operation` to the journal (its `id` is ignored) and returns the id assigned.
     func journal(_ operation: PendingOperation) throws(ProviderError) -> Int64

@@ -49,7 +49,13 @@ extension SyncProvider {
         guard var record = try state.item(item) else {
             throw ProviderError(.noSuchItem, "item \(item) is not known to the engine")
         }
-        let entry = try await store.move(source, to: destination, version: version)
+        var guardVersion = version
+        if record.kind == .bundle, let version {
+            // A store's own guard would compare the root folder's ETag.
+            try await requireBundleVersion(at: source, version)
+            guardVersion = nil
+        }
+        let entry = try await store.move(source, to: destination, version: guardVersion)
         record.parentID = try requireParent(of: destination)
         record.name = destination.name
         if record.remoteFileID != nil, let id = entry.fileID { record.remoteFileID = id }
@@ -61,7 +67,7 @@ extension SyncProvider {
     /// server holds below it is something recorded, unchanged (folder ETags do not follow
     /// their contents on Apache, so its own version proves nothing); otherwise, and when the
     /// item itself changed, the delete is rejected (`deletionRejected`) and nothing happens.
-    public func deleteRemote(_ path: RemotePath, version: ETag?, item: ItemIdentifier,
+    public func deleteRemote(_ path: RemotePath, version: ETag?, item: ItemIdentifier, scratchToken: String? = nil,
                              operation: Int64?) async throws(ProviderError) {
         guard let record = try state.item(item) else {
             try await deleteIfPresent(path, version: version)
@@ -69,7 +75,11 @@ extension SyncProvider {
             return
         }
         if record.kind == .folder { try await requireSubtreeUnchanged(at: path, of: record) }
-        try await deleteIfPresent(path, version: version)
+        if record.kind == .bundle {
+            try await deleteBundle(path, version: version, scratchToken: scratchToken ?? UUID().uuidString)
+        } else {
+            try await deleteIfPresent(path, version: version)
+        }
         try forget(item, operation: operation)
     }
 
@@ -88,7 +98,9 @@ extension SyncProvider {
     /// `folder` at the same place, of the same kind and (files, symlinks) the same version.
     func requireSubtreeUnchanged(at path: RemotePath, of folder: ItemRecord) async throws(ProviderError) {
         let entries: [RemoteEntry]
-        do { entries = try await store.descendants(of: path) } catch where error.code == .noSuchItem { return }
+        do {
+            entries = BundleManifest.collapse(try await store.descendants(of: path), rule: bundles).entries
+        } catch where error.code == .noSuchItem { return }
         var recorded: [RemotePath: ItemRecord] = [:]
         var pending: [(ItemIdentifier, RemotePath)] = [(folder.id, path)]
         while let (id, at) = pending.popLast() {

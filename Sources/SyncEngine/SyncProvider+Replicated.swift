@@ -14,7 +14,7 @@ extension SyncProvider: ReplicatedProvider {
                            progress: TransferProgress?) async throws(ProviderError) -> Item {
         let path = try requirePath(of: template.parentID).appending(template.name)
         let record = try await write(template, at: path, condition: .mustNotExist, contents: contents,
-                                     operation: options.journalEntry, progress: progress)
+                                     options: options, progress: progress)
         return Item(record: record, path: path)
     }
 
@@ -42,7 +42,7 @@ extension SyncProvider: ReplicatedProvider {
             throw ProviderError(.versionMismatch, "\(path) has no remote version to base a modification on")
         }
         let record = try await write(template, at: path, condition: .mustMatch(base), contents: contents,
-                                     operation: options.journalEntry, progress: progress)
+                                     options: options, progress: progress)
         return Item(record: record, path: path)
     }
 
@@ -53,7 +53,7 @@ extension SyncProvider: ReplicatedProvider {
         }
         let path = try requirePath(of: id)
         try await deleteRemote(path, version: record.kind == .folder ? nil : baseVersion.content, item: id,
-                               operation: options.journalEntry)
+                               scratchToken: options.scratchToken, operation: options.journalEntry)
     }
 
     public func fetchContents(for id: ItemIdentifier, version: ItemVersion?, into destination: URL,
@@ -90,7 +90,7 @@ extension SyncProvider: ReplicatedProvider {
     /// `changes(since:)` against `base`, the state DB's rows the caller already read (a pass
     /// reads them once for this and for its plan).
     public func changes(since anchor: SyncAnchor?, base: [ItemRecord]) async throws(ProviderError) -> ChangeBatch {
-        let entries = try await store.descendants(of: .root)
+        let entries = BundleManifest.collapse(try await store.descendants(of: .root), rule: bundles).entries
         var snapshot: [RemotePath: RemoteEntry] = [:]
         snapshot.reserveCapacity(entries.count)
         for entry in entries { snapshot[entry.path] = entry }
@@ -118,14 +118,23 @@ extension SyncProvider: ReplicatedProvider {
 
     /// Creates or replaces `template` at `path` under `condition`.
     private func write(_ template: ItemTemplate, at path: RemotePath, condition: WriteCondition, contents: URL?,
-                       operation: Int64?, progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
+                       options: WriteOptions, progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
+        let operation = options.journalEntry
         switch template.kind {
         case .folder:
             return try await makeRemoteFolder(at: path, item: template.id, local: template.local, operation: operation)
         case .symlink:
             return try await makeRemoteSymlink(at: path, target: template.symlinkTarget ?? "", condition: condition,
                                                source: template.local, item: template.id, operation: operation)
-        case .file, .bundle:
+        case .bundle:
+            guard let contents, let local = template.local, let members = template.bundleMembers else {
+                throw ProviderError(.cannotSynchronize, "\(path): a bundle needs its directory, its members and its local stat")
+            }
+            let bundle = BundleContents(directory: contents, members: members, unchanged: options.bundleUnchanged ?? {})
+            return try await uploadBundle(bundle, to: path, condition: condition, source: local, item: template.id,
+                                          scratchToken: options.scratchToken ?? UUID().uuidString, operation: operation,
+                                          progress: progress)
+        case .file:
             guard let contents, let local = template.local else {
                 throw ProviderError(.cannotSynchronize, "\(path): a file needs its contents and their local stat")
             }

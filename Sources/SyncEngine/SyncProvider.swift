@@ -20,12 +20,16 @@ public final class SyncProvider: Sendable {
     public let store: any RemoteStore
     public let state: any StateStore
     public let clock: any SyncClock
+    /// Which folders are bundles, synced as one item.
+    public let bundles: BundleRule
     let folders = FolderIndex()
 
-    public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock()) {
+    public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
+                bundles: BundleRule = .standard) {
         self.store = store
         self.state = state
         self.clock = clock
+        self.bundles = bundles
     }
 
     // MARK: Paths and identities
@@ -74,7 +78,7 @@ public final class SyncProvider: Sendable {
     /// of the same kind (a replay), else a new one.
     @discardableResult
     public func record(at path: RemotePath, item: ItemIdentifier?, kind: ItemKind, remote: RemoteEntry?,
-                       local: LocalStat?, symlinkTarget: String? = nil,
+                       local: LocalStat?, symlinkTarget: String? = nil, bundleMembers: [BundleMember]? = nil,
                        operation: Int64?) throws(ProviderError) -> ItemRecord {
         let parent = try requireParent(of: path)
         var existing = try item.flatMap { id throws(ProviderError) in try state.item(id) }
@@ -89,7 +93,9 @@ public final class SyncProvider: Sendable {
                                 contentHash: nil, local: local, materialization: .materialized,
                                 pinState: existing?.pinState ?? .inherited)
         let moved = existing.map { $0.parentID != parent || !$0.name.utf8.elementsEqual(path.name.utf8) } ?? false
-        try commit([.upsert(record)], completing: operation, foldersChanged: moved && kind == .folder)
+        var changes: [StateChange] = [.upsert(record)]
+        if let bundleMembers { changes.append(.setBundleMembers(id, bundleMembers)) }
+        try commit(changes, completing: operation, foldersChanged: moved && kind == .folder)
         return record
     }
 

@@ -102,14 +102,5 @@ extension ConfigValidator {
                 at: sourceMap.key(placeholdersPath + ["keep_local"])
             )
         }
-        let effects = [
-            ("bundle_extensions", "directories with these extensions sync as ordinary folders"),
-        ]
-        for (key, effect) in effects where table.contains(key: key) {
-            note(
-                "\(scope.label): \(key) is not yet in effect (accepted and validated; \(effect))",
-                at: sourceMap.key(scope.path(key))
-            )
-        }
     }
 }

@@ -15,6 +15,28 @@ extension WebDAVStore {
         return try await entry(at: destination)
     }
 
+    /// `COPY` with `Depth: infinity` and `Overwrite: F` (RFC 4918 §9.8): the server copies a
+    /// folder's whole tree. False when the server does not copy (405, 501), after which no
+    /// COPY is sent again.
+    public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
+        guard copies.withLock({ $0 }) else { return false }
+        let request = connection.request("COPY", path: paths.requestPath(source), headers:
+            [("Destination", absoluteURL(destination)), ("Overwrite", "F"), ("Depth", "infinity")])
+        let status = try await connection.send(request).status
+        switch status.code {
+        case 201, 204:
+            return true
+        case 405, 501:
+            copies.withLock { $0 = false }
+            logger.info("the server does not copy (COPY answered \(status.code)); bundles are uploaded whole")
+            return false
+        case 412:
+            throw ProviderError(.filenameCollision, "\(destination) already exists on the server")
+        default:
+            throw status.providerError("COPY", source)
+        }
+    }
+
     public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
         guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the server folder itself") }
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in

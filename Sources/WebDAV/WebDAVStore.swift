@@ -19,6 +19,8 @@ public final class WebDAVStore: RemoteStore {
     let logger: Logger
     /// Nil until the first recursive listing; false once the server refused Depth infinity.
     let depthInfinity = Mutex<Bool?>(nil)
+    /// False once the server answered COPY with "not allowed" or "not implemented".
+    let copies = Mutex(true)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)

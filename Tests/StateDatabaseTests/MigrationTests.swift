@@ -21,7 +21,7 @@ import Testing
             let database = try StateDatabase(path: path)
             defer { try? database.close() }
 
-            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts"])
+            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local"])
             let folder = ItemRecord(id: ItemIdentifier("f-1"), parentID: .root, name: "Docs", kind: .folder,
                                     remoteETag: ETag(value: "d1"), remoteFileID: "101", pinState: .pinned)
             let document = ItemRecord(

@@ -82,7 +82,7 @@ final class SyncWorld: @unchecked Sendable {
         database = try StateDatabase(path: scratch + "/state.sqlite")
         provider = SyncProvider(store: store, state: database)
         var logger = Logger(label: "scenario")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["TIDESYNC_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot), transfers: transfers, logger: logger)
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns)),
                         host: "testhost", logger: logger)
@@ -223,7 +223,7 @@ final class SyncWorld: @unchecked Sendable {
         let onDisk = Self.tree(remoteDisk).keys.filter { !remote.keys.contains($0) && !$0.split(separator: "/").contains(".DAV") }
         #expect(onDisk.isEmpty, "left on the server's disk: \(onDisk.sorted())", sourceLocation: sourceLocation)
         let recorded = Reconciler.paths(of: try database.allItems())
-        for (path, node) in local {
+        for (path, node) in local where BundleRule.standard.enclosingBundle(of: try RemotePath(string: path)) == nil {
             guard let record = recorded[try RemotePath(string: path)] else {
                 Issue.record("no state DB row for \(path)", sourceLocation: sourceLocation)
                 continue

@@ -99,7 +99,6 @@ struct ConfigLoaderTests {
         #expect(outcome.standardError.isEmpty)
         #expect(outcome.standardOutput == [
             "\(file): OK, 1 domain",
-            "\(file):5:1: note: domain \"home\": bundle_extensions is not yet in effect (accepted and validated; directories with these extensions sync as ordinary folders)",
             "\(file):9:8: note: domain \"home\": placeholders are not yet in effect (mode = \"auto\" is accepted and validated; files are downloaded in full)",
         ])
     }

@@ -23,3 +23,22 @@ public enum WatchEvent: Sendable, Hashable {
     /// read as deleted: sync stops until it is back.
     case rootGone(String)
 }
+
+extension WatchEvent {
+    /// The event as it concerns items: a change anywhere inside a bundle is a change of
+    /// the bundle (`changed(bundle)`), so a bundle settles after a quiet period as a whole
+    /// and is looked at as one item.
+    public func mapped(by rule: BundleRule) -> [WatchEvent] {
+        switch self {
+        case .changed(let path), .removed(let path), .folderAppeared(let path), .unwatched(let path, _):
+            return rule.enclosingBundle(of: path).map { [.changed($0)] } ?? [self]
+        case .moved(let from, let to, let isFolder):
+            let (fromBundle, toBundle) = (rule.enclosingBundle(of: from), rule.enclosingBundle(of: to))
+            if fromBundle == nil && toBundle == nil { return [self] }
+            return [fromBundle.map { .changed($0) } ?? .removed(from),
+                    toBundle.map { .changed($0) } ?? (isFolder ? .folderAppeared(to) : .changed(to))]
+        case .overflow, .rootGone:
+            return [self]
+        }
+    }
+}

@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SyncEngine
+
+/// A bundle directory in the sync folder, walked with `lstat` (symlinks are members, never
+/// followed). Its stat is what tells an unchanged bundle from a changed one: the inode of
+/// its directory (so a renamed bundle is a move), the total bytes of its files, and, in the
+/// mtime field, a digest of every member's path, kind, inode, size and mtime — any member
+/// added, removed, renamed, rewritten or replaced changes it.
+public struct LocalBundle: Sendable {
+    /// One member as found.
+    public struct Member: Hashable, Sendable {
+        public var relativePath: String
+        public var kind: ItemKind
+        public var stat: LocalStat
+        public var symlinkTarget: String?
+    }
+
+    public var members: [Member]
+    public var stat: LocalStat
+    /// Members that cannot be synced (names that are not UTF-8, devices), with why.
+    public var skipped: [(path: String, reason: String)]
+
+    /// Walks the bundle whose directory is `absolute` (at `path` in the sync folder); nil when
+    /// no directory is there. Names `exclude` covers are not members.
+    public static func scan(at absolute: String, path: RemotePath, exclude: ExcludeList) -> LocalBundle? {
+        guard let top = LocalScanner.entry(at: absolute, path: path), top.kind == .folder else { return nil }
+        var members: [Member] = []
+        var skipped: [(path: String, reason: String)] = []
+        var folders: [(absolute: String, relative: String)] = [(absolute, "")]
+        while let (folder, relativeFolder) = folders.popLast() {
+            guard let names = try? LocalScanner.names(in: folder) else {
+                skipped.append((folder, "cannot list this folder of a bundle"))
+                continue
+            }
+            for bytes in names ?? [] {
+                guard let name = String(validating: bytes, as: UTF8.self), (try? RemotePath.validate(name: name)) != nil else {
+                    skipped.append((folder + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
+                    continue
+                }
+                let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
+                if exclude.excludes(name: name, relativePath: path.description + "/" + relative) { continue }
+                let child = folder + "/" + name
+                guard let entry = LocalScanner.entry(at: child, path: path) else { continue }
+                members.append(Member(relativePath: relative, kind: entry.kind, stat: entry.stat, symlinkTarget: entry.symlinkTarget))
+                if entry.kind == .folder { folders.append((child, relative)) }
+            }
+        }
+        members.sort { $0.relativePath.utf8.lexicographicallyPrecedes($1.relativePath.utf8) }
+        var digest: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ bytes: some Sequence<UInt8>) {
+            for byte in bytes { digest = (digest ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        }
+        var total: Int64 = 0
+        for member in members {
+            mix(member.relativePath.utf8)
+            mix("\u{0}\(member.kind.rawValue)\u{0}\(member.stat.inode)\u{0}\(member.stat.size)\u{0}\(member.stat.modificationTimeNanoseconds)\n".utf8)
+            if member.kind == .file { total += member.stat.size }
+        }
+        let stat = LocalStat(inode: top.stat.inode, size: total, modificationTimeNanoseconds: Int64(bitPattern: digest >> 1))
+        return LocalBundle(members: members, stat: stat, skipped: skipped)
+    }
+
+    /// The members as manifest rows, each file hashed — unless `previous` (the recorded
+    /// manifest) holds it with the same local stat, whose hash is taken as it is.
+    public func manifest(root absolute: String, previous: [BundleMember]) throws(ProviderError) -> [BundleMember] {
+        var known: [RemotePath: BundleMember] = [:]
+        for member in previous { if let path = try? member.relative { known[path] = member } }
+        return try members.map { member throws(ProviderError) in
+            var row = BundleMember(relativePath: member.relativePath, kind: member.kind,
+                                   size: member.kind == .file ? member.stat.size : 0,
+                                   symlinkTarget: member.symlinkTarget, local: member.stat)
+            if member.kind == .file {
+                if let before = known[try RemotePath(string: member.relativePath)], before.kind == .file,
+                   before.local == member.stat, let hash = before.contentHash {
+                    row.contentHash = hash
+                } else {
+                    guard let hash = SHA256.file(at: absolute + "/" + member.relativePath) else {
+                        throw ProviderError(.versionMismatch, "\(absolute)/\(member.relativePath) changed while it was read; it is looked at again")
+                    }
+                    row.contentHash = hash
+                }
+            }
+            return row
+        }
+    }
+}
+
+/// `renameat2(2)`, which Swift's Glibc module does not declare, looked up once.
+enum RenameAt2 {
+    private typealias Function = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    private static let function: Function? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: Function.self)
+    }()
+
+    static let noReplace: UInt32 = 1
+    static let exchange: UInt32 = 2
+
+    /// Renames with `flags`; -1 with errno ENOSYS when the call is not there.
+    static func rename(_ source: String, _ target: String, flags: UInt32) -> Int32 {
+        guard let function else {
+            errno = ENOSYS
+            return -1
+        }
+        return function(AT_FDCWD, source, AT_FDCWD, target, flags)
+    }
+}

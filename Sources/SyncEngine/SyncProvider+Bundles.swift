@@ -1,0 +1,275 @@
+// Bundle contract (DESIGN.md, "Bundles"): a bundle reaches the server whole or not at all.
+// A new version is built under a scratch name beside the target (`.tidesync-bundle-TOKEN`,
+// which no listing reports as an item): a copy of the old version made on the server where
+// the store can copy, then only the members whose bytes changed uploaded into it. It then
+// takes the target's place: the old version is moved aside, checked against the version the
+// change was based on (moved back if another client changed it meanwhile), the new one is
+// moved in, and the old one deleted. A reader of the server sees the old bundle, then (for
+// the time between two renames) none, then the new one — never a mix. The journal entry of
+// the step names the token, so after a crash `cleanUpScratch` puts an old version that was
+// aside back in place and removes a half-built new one.
+
+import Foundation
+
+/// The remote temporaries of one bundle write, in the target's folder.
+public struct BundleScratch: Sendable, Hashable {
+    /// Where the new version is built.
+    public let building: RemotePath
+    /// Where the old version waits while the new one takes its place.
+    public let aside: RemotePath
+
+    public init(beside target: RemotePath, token: String) throws(ProviderError) {
+        building = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)")
+        aside = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)-old")
+    }
+}
+
+extension SyncProvider {
+    /// The bundle at `path` as the store lists it now: its entry (kind `bundle`, version
+    /// derived from its members) and its members. `versionMismatch` when something other
+    /// than a folder is there.
+    public func bundleListing(at path: RemotePath) async throws(ProviderError) -> (entry: RemoteEntry, members: [RemoteEntry]) {
+        let root = try await store.entry(at: path)
+        guard root.kind == .folder || root.kind == .bundle else {
+            throw ProviderError(.versionMismatch, "\(path) is no longer a bundle on the server")
+        }
+        let depth = path.components.count
+        let members = try await store.descendants(of: path).filter {
+            !$0.path.components.dropFirst(depth).contains { $0.hasPrefix(BundleManifest.scratchPrefix) }
+        }
+        return (BundleManifest.bundleEntry(root, members: members), members)
+    }
+
+    /// Uploads the bundle `contents` to `path`, guarded by `condition`, as one item: built
+    /// under a scratch name and moved into place (see the contract above). A modification
+    /// sends only the members whose bytes differ from the recorded manifest when the store
+    /// copies server-side. Records the bundle with `source` as its local stat and its new
+    /// manifest.
+    @discardableResult
+    public func uploadBundle(_ contents: BundleContents, to path: RemotePath, condition: WriteCondition, source: LocalStat,
+                             item: ItemIdentifier?, scratchToken: String, operation: Int64?,
+                             progress: TransferProgress? = nil) async throws(ProviderError) -> ItemRecord {
+        let scratch = try BundleScratch(beside: path, token: scratchToken)
+        try await removeIfPresent(scratch.building)
+        var reused: [RemotePath: RemoteEntry] = [:]
+        var previous: [RemotePath: BundleMember] = [:]
+        var base: ETag?
+        if case .mustMatch(let version) = condition {
+            base = version
+            let now: (entry: RemoteEntry, members: [RemoteEntry])
+            do { now = try await bundleListing(at: path) } catch where error.code == .noSuchItem {
+                throw ProviderError(.versionMismatch, "\(path) was deleted on the server since version \(version)")
+            }
+            guard now.entry.etag?.sameValue(as: version) == true else {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+            if let item {
+                for member in try state.bundleMembers(of: item) { previous[try member.relative] = member }
+            }
+            if try await store.copy(path, to: scratch.building) {
+                reused = BundleManifest.relative(try await store.descendants(of: scratch.building), below: scratch.building)
+            }
+        } else {
+            if try await exists(path) {
+                throw ProviderError(.filenameCollision, "\(path) already exists on the server")
+            }
+        }
+        do {
+            if reused.isEmpty { _ = try await store.makeFolder(at: scratch.building) }
+            try await fill(scratch.building, with: contents, reusing: reused, previous: previous, progress: progress)
+            let built = try await bundleListing(at: scratch.building)
+            try contents.unchanged()
+            try await swapIn(scratch, at: path, base: base)
+            let uploaded = BundleManifest.relative(built.members, below: scratch.building)
+            var members = contents.members
+            for index in members.indices {
+                members[index].remoteETag = try uploaded[members[index].relative]?.etag
+            }
+            var entry = built.entry
+            entry.path = path
+            if let placed = try? await store.entry(at: path) { entry.fileID = placed.fileID; entry.modificationDate = placed.modificationDate }
+            return try record(at: path, item: item, kind: .bundle, remote: entry, local: source, bundleMembers: members,
+                              operation: operation)
+        } catch {
+            try? await removeIfPresent(scratch.building)
+            throw error
+        }
+    }
+
+    /// Makes the tree below `root` hold exactly `contents`: removes what is not in it,
+    /// keeps files whose bytes the manifest says are unchanged (`reused`: what a server-side
+    /// copy put there; `previous`: the recorded manifest), and uploads the rest.
+    func fill(_ root: RemotePath, with contents: BundleContents, reusing reused: [RemotePath: RemoteEntry],
+              previous: [RemotePath: BundleMember], progress: TransferProgress?) async throws(ProviderError) {
+        var wanted: [RemotePath: BundleMember] = [:]
+        for member in contents.members { wanted[try member.relative] = member }
+        // What the copy holds that the new version does not (or holds as another kind) goes first.
+        var removed: [RemotePath] = []
+        for (relative, entry) in reused.sorted(by: { $0.key.components.count < $1.key.components.count })
+        where wanted[relative]?.kind != entry.kind || (entry.kind == .symlink && wanted[relative]?.symlinkTarget != entry.symlinkTarget) {
+            guard !removed.contains(where: { relative.isDescendant(of: $0) }) else { continue }
+            try await store.delete(try RemotePath(root.components + relative.components), version: nil)
+            removed.append(relative)
+        }
+        func keeps(_ relative: RemotePath) -> Bool {
+            reused[relative] != nil && !removed.contains { relative.isDescendant(of: $0) }
+        }
+        let ordered = contents.members.sorted { $0.relativePath.utf8.count < $1.relativePath.utf8.count }
+        for member in ordered where member.kind == .folder {
+            let relative = try member.relative
+            if !keeps(relative) { _ = try await store.makeFolder(at: try member.path(in: root)) }
+        }
+        var sends: [(BundleMember, RemotePath, WriteCondition)] = []
+        for member in ordered where member.kind != .folder {
+            let relative = try member.relative
+            let existing = keeps(relative) ? reused[relative] : nil
+            if let existing, member.kind == .file, let before = previous[relative], before.kind == .file,
+               before.contentHash != nil, before.contentHash == member.contentHash, existing.size == member.size {
+                continue  // the copy holds these bytes already
+            }
+            if member.kind == .symlink, existing != nil { continue }  // same target, or removed above
+            let condition = existing?.etag.map(WriteCondition.mustMatch) ?? .mustNotExist
+            sends.append((member, try member.path(in: root), condition))
+        }
+        let total = sends.reduce(Int64(0)) { $0 + ($1.0.kind == .file ? $1.0.size : 0) }
+        let done = ByteCounter()
+        try await forEach(sends, width: 4) { (send) async throws(ProviderError) in
+            let (member, target, condition) = send
+            if member.kind == .symlink {
+                _ = try await self.store.makeSymlink(at: target, target: member.symlinkTarget ?? "", condition: condition)
+            } else {
+                let source = contents.directory.appendingPathComponent(member.relativePath)
+                _ = try await self.store.upload(from: source, to: target, condition: condition, progress: nil)
+                progress?(done.add(member.size), total)
+            }
+        }
+    }
+
+    /// Puts the new version built at `scratch.building` in place of the bundle at `path`,
+    /// whose version must be `base` (nil: nothing may be there).
+    func swapIn(_ scratch: BundleScratch, at path: RemotePath, base: ETag?) async throws(ProviderError) {
+        guard let base else {
+            _ = try await store.move(scratch.building, to: path, version: nil)
+            return
+        }
+        guard try await setAside(path, scratch: scratch, base: base, mismatch: .versionMismatch) else {
+            throw ProviderError(.versionMismatch, "\(path) was deleted on the server since version \(base)")
+        }
+        do {
+            _ = try await store.move(scratch.building, to: path, version: nil)
+        } catch {
+            try? await putBack(scratch.aside, to: path)
+            throw error
+        }
+        try? await removeIfPresent(scratch.aside)
+    }
+
+    /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
+    /// is not (another client changed it in the meantime), moves it back and throws `mismatch`.
+    /// Returns false when nothing is at `path`.
+    func setAside(_ path: RemotePath, scratch: BundleScratch, base: ETag,
+                  mismatch: ProviderError.Code) async throws(ProviderError) -> Bool {
+        do {
+            _ = try await store.move(path, to: scratch.aside, version: nil)
+        } catch where error.code == .noSuchItem {
+            return false
+        }
+        let aside = try await bundleListing(at: scratch.aside)
+        guard aside.entry.etag?.sameValue(as: base) == true else {
+            try await putBack(scratch.aside, to: path)
+            throw ProviderError(mismatch, "\(path) changed on the server since version \(base); it is kept")
+        }
+        return true
+    }
+
+    /// Moves a version set aside back to `path`.
+    func putBack(_ aside: RemotePath, to path: RemotePath) async throws(ProviderError) {
+        _ = try await store.move(aside, to: path, version: nil)
+    }
+
+    /// Deletes the bundle at `path` if it is still `version` (otherwise `deletionRejected`):
+    /// set aside in one rename, so nobody sees it half-deleted, then deleted.
+    func deleteBundle(_ path: RemotePath, version: ETag?, scratchToken: String) async throws(ProviderError) {
+        let scratch = try BundleScratch(beside: path, token: scratchToken)
+        guard let version else {
+            try await removeIfPresent(path)
+            return
+        }
+        guard try await setAside(path, scratch: scratch, base: version, mismatch: .deletionRejected) else {
+            return  // gone already: a replay, or deleted there too
+        }
+        try await store.delete(scratch.aside, version: nil)
+    }
+
+    /// Checks that the bundle at `path` is still `version` before a move: a store's own
+    /// guard would compare the root folder's ETag, which does not follow the members.
+    func requireBundleVersion(at path: RemotePath, _ version: ETag) async throws(ProviderError) {
+        let now = try await bundleListing(at: path)
+        guard now.entry.etag?.sameValue(as: version) == true else {
+            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+        }
+    }
+
+    /// After a crash: puts a bundle version that was set aside for the write at `target`
+    /// back in place when nothing took its place, and removes what is left of the rest.
+    public func cleanUpScratch(beside target: RemotePath, token: String) async throws(ProviderError) {
+        let scratch = try BundleScratch(beside: target, token: token)
+        if try await exists(scratch.aside) {
+            if try await exists(target) {
+                try await removeIfPresent(scratch.aside)
+            } else {
+                try await putBack(scratch.aside, to: target)
+            }
+        }
+        try await removeIfPresent(scratch.building)
+    }
+
+    /// Records a bundle both sides agree on, with its manifest.
+    @discardableResult
+    public func recordBundle(at path: RemotePath, item: ItemIdentifier?, remote: RemoteEntry, local: LocalStat,
+                             members: [BundleMember], operation: Int64?) throws(ProviderError) -> ItemRecord {
+        try record(at: path, item: item, kind: .bundle, remote: remote, local: local, bundleMembers: members, operation: operation)
+    }
+
+    func exists(_ path: RemotePath) async throws(ProviderError) -> Bool {
+        do { _ = try await store.entry(at: path); return true } catch where error.code == .noSuchItem { return false }
+    }
+
+    func removeIfPresent(_ path: RemotePath) async throws(ProviderError) {
+        do { try await store.delete(path, version: nil) } catch where error.code == .noSuchItem {}
+    }
+
+    /// Runs `body` for every element, `width` at a time; the first failure is thrown once
+    /// the running ones end (no new ones start).
+    func forEach<Element: Sendable>(_ elements: [Element], width: Int,
+                                    _ body: @escaping @Sendable (Element) async throws(ProviderError) -> Void)
+        async throws(ProviderError) {
+        let failure = await withTaskGroup(of: ProviderError?.self) { group -> ProviderError? in
+            var next = 0
+            var first: ProviderError?
+            func start() {
+                guard first == nil, next < elements.count else { return }
+                let element = elements[next]
+                next += 1
+                group.addTask {
+                    do throws(ProviderError) { try await body(element); return nil } catch { return error }
+                }
+            }
+            for _ in 0..<max(1, width) { start() }
+            while let result = await group.next() {
+                if let result, first == nil { first = result }
+                start()
+            }
+            return first
+        }
+        if let failure { throw failure }
+    }
+}
+
+/// Bytes done across concurrent transfers.
+final class ByteCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var total: Int64 = 0
+
+    func add(_ bytes: Int64) -> Int64 { lock.withLock { total += bytes; return total } }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import LocalStore
+import Replica
+import StateDatabase
+import SyncEngine
+import Testing
+import WebDAV
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bundles (`Foo.app`): directories that sync as one item, against both stores, through the
+/// real engine and replica.
+@Suite("Bundle scenarios")
+struct BundleScenarioTests {
+    /// Writes a bundle of three levels below `root` (relative): `count` files spread over
+    /// `Contents/`, `Contents/Resources/` and `Contents/Resources/Base.lproj/`, plus a symlink.
+    static func makeBundle(_ world: SyncWorld, _ root: String, files count: Int, tag: String = "v1") throws {
+        let folders = ["Contents", "Contents/Resources", "Contents/Resources/Base.lproj"]
+        for index in 0..<count {
+            try world.write("\(root)/\(folders[index % 3])/member-\(index).txt", "\(tag) member \(index) " + String(repeating: "x", count: 200))
+        }
+        #expect(symlink("Resources/member-1.txt", world.local("\(root)/Contents/current")) == 0)
+    }
+
+    /// The bundle's members on the server's disk, by relative path (files: their text).
+    static func serverManifest(_ world: SyncWorld, _ root: String) -> [String: SyncWorld.Node] {
+        SyncWorld.tree(world.onServer(root)).filter { !$0.key.split(separator: "/").contains(".DAV") }
+    }
+
+    static func row(_ world: SyncWorld, _ path: String) throws -> ItemRecord? {
+        Reconciler.paths(of: try world.database.allItems())[try RemotePath(string: path)]
+    }
+
+    @Test("a 3-level bundle of 1 000 members and a symlink uploads as one item; a changed member alone is re-sent",
+          arguments: Remote.available)
+    func uploadAndModify(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "Big.app", files: 1000)
+            try world.write("plain.txt", "not a bundle")
+            let first = try await world.sync()
+            #expect(first.count == 1 && first[0].steps == 2, "one step for the bundle, one for the file: \(first.map(\.steps))")
+            try await world.expectAgreement()
+            let record = try #require(try Self.row(world, "Big.app"))
+            #expect(record.kind == .bundle)
+            #expect(record.remoteETag?.value.hasPrefix("bundle-1004-") == true, "version derived from 1 004 members: \(String(describing: record.remoteETag))")
+            #expect(try world.database.bundleMembers(of: record.id).count == 1004)
+            #expect(try world.database.allItems().count == 3, "the root, the bundle and the file; no member rows")
+            #expect(Self.serverManifest(world, "Big.app")["Contents/current"] == .symlink("Resources/member-1.txt"))
+            #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no scratch left on the server")
+
+            let mark = world.accessLogLines().count
+            try world.write("Big.app/Contents/Resources/member-4.txt", "changed member")
+            let second = try await world.sync()
+            #expect(second.count == 1 && second[0].steps == 1)
+            try await world.expectAgreement()
+            #expect(SyncWorld.read(world.onServer("Big.app/Contents/Resources/member-4.txt")) == "changed member")
+            if remote == .apache {
+                let puts = world.requests("PUT", since: mark)
+                #expect(puts.count == 1, "only the changed member is sent: \(puts.count) PUTs")
+                let bytes = puts.compactMap { line in line.split(separator: " ").dropLast(2).last.flatMap { Int($0) } }.reduce(0, +)
+                #expect(bytes < 4096, "PUT bytes (with headers): \(bytes)")
+                #expect(world.requests("COPY", since: mark).count == 1, "the old version copied on the server")
+            }
+            #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no scratch left on the server")
+        }
+    }
+
+    @Test("renaming, moving and deleting a bundle are one operation each", arguments: Remote.available)
+    func renameMoveDelete(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "Doc.pages", files: 30)
+            try FileManager.default.createDirectory(atPath: world.local("archive"), withIntermediateDirectories: true)
+            try await world.sync()
+            let id = try #require(try Self.row(world, "Doc.pages")).id
+
+            var mark = world.accessLogLines().count
+            #expect(rename(world.local("Doc.pages"), world.local("Report.pages")) == 0)
+            let renamed = try await world.sync()
+            #expect(renamed.first?.steps == 1)
+            #expect(try Self.row(world, "Report.pages")?.id == id, "the bundle keeps its identity")
+            if remote == .apache {
+                #expect(world.requests("MOVE", since: mark).count == 1)
+                #expect(world.requests("PUT", since: mark).isEmpty && world.requests("MKCOL", since: mark).isEmpty)
+            }
+            mark = world.accessLogLines().count
+            #expect(rename(world.local("Report.pages"), world.local("archive/Report.pages")) == 0)
+            try await world.sync()
+            #expect(try Self.row(world, "archive/Report.pages")?.id == id)
+            if remote == .apache {
+                #expect(world.requests("MOVE", since: mark).count == 1)
+                #expect(world.requests("PUT", since: mark).isEmpty)
+            }
+            try await world.expectAgreement()
+
+            mark = world.accessLogLines().count
+            try FileManager.default.removeItem(atPath: world.local("archive/Report.pages"))
+            let deleted = try await world.sync()
+            #expect(deleted.first?.steps == 1)
+            #expect(!FileManager.default.fileExists(atPath: world.onServer("archive/Report.pages")))
+            if remote == .apache {
+                // Set aside in one MOVE (nobody sees it half-deleted), then one DELETE.
+                #expect(world.requests("DELETE", since: mark).count == 1)
+                #expect(world.requests("MOVE", since: mark).count == 1)
+            }
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("a bundle changed on the server by another client replaces the local one whole", arguments: Remote.available)
+    func remoteChangeInside(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "Deck.key", files: 12)
+            try await world.sync()
+            let before = try #require(world.localInode("Deck.key"))
+            try world.writeOnServer("Deck.key/Contents/member-0.txt", "edited elsewhere")
+            try world.writeOnServer("Deck.key/Contents/Resources/added.txt", "added elsewhere")
+            #expect(unlink(world.onServer("Deck.key/Contents/member-3.txt")) == 0)
+            let passes = try await world.sync()
+            #expect(passes.first?.steps == 1, "one download of the bundle")
+            #expect(SyncWorld.read(world.local("Deck.key/Contents/member-0.txt")) == "edited elsewhere")
+            #expect(SyncWorld.read(world.local("Deck.key/Contents/Resources/added.txt")) == "added elsewhere")
+            #expect(!FileManager.default.fileExists(atPath: world.local("Deck.key/Contents/member-3.txt")))
+            #expect(world.localInode("Deck.key") != before, "replaced by one rename, not edited in place")
+            #expect(SyncWorld.tree(world.localRoot).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no temporary left locally")
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("a bundle edited on both sides: one whole-bundle conflict copy", arguments: Remote.available)
+    func conflict(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "Notes.rtfd", files: 6)
+            try await world.sync()
+            try world.write("Notes.rtfd/Contents/member-0.txt", "mine, longer than before")
+            try world.writeOnServer("Notes.rtfd/Contents/Resources/member-1.txt", "theirs")
+            try await world.sync()
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.localRoot).filter { $0.hasPrefix("Notes") }
+            #expect(names.count == 2, "the bundle and one copy: \(names)")
+            let copy = try #require(names.first { $0 != "Notes.rtfd" })
+            #expect(copy.hasPrefix("Notes (conflicted copy ") && copy.hasSuffix(" testhost).rtfd"), "\(copy)")
+            // The copy holds this machine's version whole; the original the server's, whole.
+            #expect(SyncWorld.read(world.local("\(copy)/Contents/member-0.txt")) == "mine, longer than before")
+            #expect(SyncWorld.read(world.local("\(copy)/Contents/Resources/member-1.txt"))?.hasPrefix("v1 member 1") == true)
+            #expect(SyncWorld.read(world.local("Notes.rtfd/Contents/Resources/member-1.txt")) == "theirs")
+            #expect(SyncWorld.read(world.local("Notes.rtfd/Contents/member-0.txt"))?.hasPrefix("v1 member 0") == true)
+            #expect(try Self.row(world, copy)?.kind == .bundle)
+            #expect(try world.database.conflicts().count == 1)
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("a bundle made on both sides with the same members and bytes is no conflict", arguments: Remote.available)
+    func sameOnBothSides(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            for name in ["a.txt", "sub/b.txt"] {
+                try world.write("Same.bundle/\(name)", "same \(name)")
+                try world.writeOnServer("Same.bundle/\(name)", "same \(name)")
+            }
+            try await world.sync()
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.localRoot)
+            #expect(names == ["Same.bundle"], "\(names)")
+            #expect(try Self.row(world, "Same.bundle")?.kind == .bundle)
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("while a 200-member bundle is replaced, every listing of it is the whole old or the whole new version",
+          arguments: Remote.available)
+    func atomicReplacement(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "Atom.app", files: 200)
+            try await world.sync()
+            let old = Self.serverManifest(world, "Atom.app")
+            for index in stride(from: 0, to: 200, by: 2) {
+                try world.write("Atom.app/\(["Contents", "Contents/Resources", "Contents/Resources/Base.lproj"][index % 3])/member-\(index).txt", "v2 \(index)")
+            }
+            try world.write("Atom.app/Contents/new.txt", "new member")
+            try FileManager.default.removeItem(atPath: world.local("Atom.app/Contents/member-3.txt"))
+            // A second reader lists the bundle as fast as it can while the pass runs.
+            let reader = BundleReader(remote: remote, disk: world.onServer("Atom.app"), store: world.store)
+            let listing = Task { await reader.run() }
+            try await world.sync()
+            reader.stop()
+            let seen = await listing.value
+            let new = Self.serverManifest(world, "Atom.app")
+            #expect(Self.names(new) != Self.names(old), "the bundle changed")
+            #expect(new["Contents/new.txt"] == .file("new member"))
+            var olds = 0, news = 0, absent = 0
+            for snapshot in seen {
+                switch snapshot {
+                case nil: absent += 1
+                case let tree? where tree == Self.names(old): olds += 1
+                case let tree? where tree == Self.names(new): news += 1
+                case let tree?:
+                    let extra = tree.subtracting(Self.names(old)).subtracting(Self.names(new)).sorted().prefix(5)
+                    Issue.record("a listing that is neither version: \(tree.count) members, e.g. \(extra)")
+                }
+            }
+            #expect(olds + news > 5, "the reader saw few listings: old \(olds), new \(news), absent \(absent)")
+            print("atomic replacement (\(remote)): \(seen.count) listings: \(olds) old, \(news) new, \(absent) absent")
+        }
+    }
+
+    static func names(_ manifest: [String: SyncWorld.Node]) -> Set<String> {
+        Set(manifest.map { "\($0.key)=\($0.value)" })
+    }
+}
+
+/// Lists a remote bundle again and again from its own connection (Apache: PROPFIND Depth
+/// infinity; local store: a walk of its directory), recording what each listing held (nil:
+/// not there). Contents are compared by size and name for WebDAV, by bytes on disk otherwise.
+final class BundleReader: @unchecked Sendable {
+    let remote: Remote
+    let disk: String
+    let store: any RemoteStore
+    private let flag = NSLock()
+    private var stopped = false
+
+    init(remote: Remote, disk: String, store: any RemoteStore) {
+        self.remote = remote
+        self.disk = disk
+        self.store = store
+    }
+
+    func stop() { flag.withLock { stopped = true } }
+
+    func inode() -> UInt64? {
+        var st = stat()
+        return lstat(disk, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR ? UInt64(st.st_ino) : nil
+    }
+    var isStopped: Bool { flag.withLock { stopped } }
+
+    func run() async -> [Set<String>?] {
+        var seen: [Set<String>?] = []
+        while !isStopped {
+            // The server's disk is what Apache would answer from; a walk of it is the
+            // strictest reader (it sees every intermediate state of a non-atomic swap).
+            if let before = inode() {
+                let tree = SyncWorld.tree(disk).filter { !$0.key.split(separator: "/").contains(".DAV") }
+                // A walk during which the name moved to another folder read two folders:
+                // only walks of one folder (the same inode before and after) count.
+                if inode() == before { seen.append(BundleScenarioTests.names(tree)) }
+            } else {
+                seen.append(nil)
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return seen
+    }
+}
