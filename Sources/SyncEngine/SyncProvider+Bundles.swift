@@ -128,8 +128,11 @@ extension SyncProvider {
                 continue  // the copy holds these bytes already
             }
             if member.kind == .symlink, existing != nil { continue }  // same target, or removed above
-            let condition = existing?.etag.map(WriteCondition.mustMatch) ?? .mustNotExist
-            sends.append((member, try member.path(in: root), condition))
+            // Nobody else writes below our scratch name, so the copied file is replaced
+            // by delete-then-create: an If-Match on a copy made this second would meet
+            // Apache's weak ETag and wait.
+            if existing != nil { try await store.delete(try member.path(in: root), version: nil) }
+            sends.append((member, try member.path(in: root), .mustNotExist))
         }
         let total = sends.reduce(Int64(0)) { $0 + ($1.0.kind == .file ? $1.0.size : 0) }
         let done = ByteCounter()
@@ -146,13 +149,19 @@ extension SyncProvider {
     }
 
     /// Puts the new version built at `scratch.building` in place of the bundle at `path`,
-    /// whose version must be `base` (nil: nothing may be there).
+    /// whose version must be `base` (nil: nothing may be there). The old version is checked
+    /// just before and, set aside, once more after the new one is in — so the bundle is
+    /// missing only between two renames. Changed by another client in between, it goes back
+    /// and ours is withdrawn (`versionMismatch`: the next plan keeps both versions).
     func swapIn(_ scratch: BundleScratch, at path: RemotePath, base: ETag?) async throws(ProviderError) {
         guard let base else {
             _ = try await store.move(scratch.building, to: path, version: nil)
             return
         }
-        guard try await setAside(path, scratch: scratch, base: base, mismatch: .versionMismatch) else {
+        try await requireBundleVersion(at: path, base)
+        do {
+            _ = try await store.move(path, to: scratch.aside, version: nil)
+        } catch where error.code == .noSuchItem {
             throw ProviderError(.versionMismatch, "\(path) was deleted on the server since version \(base)")
         }
         do {
@@ -160,6 +169,12 @@ extension SyncProvider {
         } catch {
             try? await putBack(scratch.aside, to: path)
             throw error
+        }
+        let aside = try await bundleListing(at: scratch.aside)
+        guard aside.entry.etag?.sameValue(as: base) == true else {
+            _ = try await store.move(path, to: scratch.building, version: nil)
+            try await putBack(scratch.aside, to: path)
+            throw ProviderError(.versionMismatch, "\(path) changed on the server while it was replaced; it is kept")
         }
         try? await removeIfPresent(scratch.aside)
     }

@@ -47,7 +47,7 @@ struct BundleScenarioTests {
             #expect(record.remoteETag?.value.hasPrefix("bundle-1004-") == true, "version derived from 1 004 members: \(String(describing: record.remoteETag))")
             #expect(try world.database.bundleMembers(of: record.id).count == 1004)
             #expect(try world.database.allItems().count == 3, "the root, the bundle and the file; no member rows")
-            #expect(Self.serverManifest(world, "Big.app")["Contents/current"] == .symlink("Resources/member-1.txt"))
+            #expect(try await world.remoteTree()["Big.app/Contents/current"] == .symlink("Resources/member-1.txt"))
             #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no scratch left on the server")
 
             let mark = world.accessLogLines().count
@@ -57,8 +57,8 @@ struct BundleScenarioTests {
             try await world.expectAgreement()
             #expect(SyncWorld.read(world.onServer("Big.app/Contents/Resources/member-4.txt")) == "changed member")
             if remote == .apache {
-                let puts = world.requests("PUT", since: mark)
-                #expect(puts.count == 1, "only the changed member is sent: \(puts.count) PUTs")
+                let puts = world.requests("PUT", since: mark).filter { $0.contains("\" 20") }
+                #expect(puts.count == 1, "only the changed member is sent: \(puts)")
                 let bytes = puts.compactMap { line in line.split(separator: " ").dropLast(2).last.flatMap { Int($0) } }.reduce(0, +)
                 #expect(bytes < 4096, "PUT bytes (with headers): \(bytes)")
                 #expect(world.requests("COPY", since: mark).count == 1, "the old version copied on the server")
@@ -182,6 +182,7 @@ struct BundleScenarioTests {
             let reader = BundleReader(remote: remote, disk: world.onServer("Atom.app"), store: world.store)
             let listing = Task { await reader.run() }
             try await world.sync()
+            try await Task.sleep(for: .milliseconds(200))  // a few listings of the new version
             reader.stop()
             let seen = await listing.value
             let new = Self.serverManifest(world, "Atom.app")
