@@ -36,8 +36,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
+        // Hashing must be fast in debug builds too (the test suite hashes bundles).
+        .target(name: "ContentHash", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Replica", dependencies: [
-            "SyncEngine", "SyncModel", .product(name: "Logging", package: "swift-log"),
+            "SyncEngine", "SyncModel", "ContentHash", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",
@@ -62,7 +64,7 @@ let package = Package(
             "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine", "ContentHash"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),

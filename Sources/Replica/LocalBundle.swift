@@ -3,14 +3,15 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ContentHash
 import Foundation
 import SyncEngine
 
 /// A bundle directory in the sync folder, walked with `lstat` (symlinks are members, never
 /// followed). Its stat is what tells an unchanged bundle from a changed one: the inode of
 /// its directory (so a renamed bundle is a move), the total bytes of its files, and, in the
-/// mtime field, a digest of every member's path, kind, inode, size and mtime — any member
-/// added, removed, renamed, rewritten or replaced changes it.
+/// mtime field, a digest of every member's path, kind, inode, size and mtime (files and
+/// symlinks) — any member added, removed, renamed, rewritten or replaced changes it.
 public struct LocalBundle: Sendable {
     /// One member as found.
     public struct Member: Hashable, Sendable {
@@ -57,8 +58,11 @@ public struct LocalBundle: Sendable {
         }
         var total: Int64 = 0
         for member in members {
+            // A folder's own mtime only follows names in it, which the member list already
+            // holds (and an excluded swap file coming and going must not count).
+            let mtime = member.kind == .folder ? 0 : member.stat.modificationTimeNanoseconds
             mix(member.relativePath.utf8)
-            mix("\u{0}\(member.kind.rawValue)\u{0}\(member.stat.inode)\u{0}\(member.stat.size)\u{0}\(member.stat.modificationTimeNanoseconds)\n".utf8)
+            mix("\u{0}\(member.kind.rawValue)\u{0}\(member.stat.inode)\u{0}\(member.stat.size)\u{0}\(mtime)\n".utf8)
             if member.kind == .file { total += member.stat.size }
         }
         let stat = LocalStat(inode: top.stat.inode, size: total, modificationTimeNanoseconds: Int64(bitPattern: digest >> 1))

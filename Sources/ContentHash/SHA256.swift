@@ -5,8 +5,11 @@ import Darwin
 #endif
 
 /// SHA-256 (FIPS 180-4), for the content hashes of bundle members (`sha256:<hex>`).
-/// Small and dependency-free; checked against the standard test vectors.
-struct SHA256 {
+/// Small and dependency-free; checked against the standard test vectors. Its target is
+/// compiled optimised even in debug builds (Package.swift): unoptimised it hashes ~4 MB/s.
+public struct SHA256 {
+    public init() {}
+
     private var state: [UInt32] = [
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
     ]
@@ -24,7 +27,7 @@ struct SHA256 {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length &+= UInt64(bytes.count)
         var offset = 0
         if !pending.isEmpty {
@@ -43,10 +46,10 @@ struct SHA256 {
         if offset < bytes.count { pending.append(contentsOf: bytes[offset...]) }
     }
 
-    mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+    public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
     /// The digest as lowercase hex.
-    mutating func finish() -> String {
+    public mutating func finish() -> String {
         let bits = length &* 8
         var tail: [UInt8] = [0x80]
         while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
@@ -63,7 +66,12 @@ struct SHA256 {
     }
 
     private mutating func compress(_ block: UnsafeRawBufferPointer) {
-        var w = [UInt32](repeating: 0, count: 64)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+            compress(block, schedule: w)
+        }
+    }
+
+    private mutating func compress(_ block: UnsafeRawBufferPointer, schedule w: UnsafeMutableBufferPointer<UInt32>) {
         for i in 0..<16 {
             w[i] = UInt32(block[i * 4]) << 24 | UInt32(block[i * 4 + 1]) << 16 | UInt32(block[i * 4 + 2]) << 8 | UInt32(block[i * 4 + 3])
         }
@@ -90,7 +98,7 @@ struct SHA256 {
 
     /// `sha256:<hex>` of the file at `path` (not following a symlink), or nil when it
     /// cannot be read.
-    static func file(at path: String) -> String? {
+    public static func file(at path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
