@@ -204,6 +204,44 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("with the watcher: a burst of edits inside a bundle settles as one upload of the bundle", arguments: Remote.available)
+    func watchedBundle(_ remote: Remote) async throws {
+        try await withLiveWorld(remote) { world, run in
+            try Self.makeBundle(world, "Live.app", files: 30)
+            try await eventually("the bundle uploaded") {
+                try Self.row(world, "Live.app")?.kind == .bundle && world.database.pendingOperations().isEmpty
+                    && SyncWorld.read(world.onServer("Live.app/Contents/member-0.txt"))?.hasPrefix("v1") == true
+            }
+            try await run.quiesce()
+            let version = try #require(try Self.row(world, "Live.app")?.remoteETag)
+            let passes = run.live.passes
+            let mark = world.accessLogLines().count
+            // An app saving a document package: several members written in quick succession,
+            // one renamed over another, a new folder with a file.
+            for index in 0..<5 {
+                try world.write("Live.app/Contents/member-\(index * 3).txt", "v2 \(index)")
+                try await Task.sleep(for: .milliseconds(60))
+            }
+            try world.write("Live.app/Contents/tmp-save", "atomically saved")
+            #expect(rename(world.local("Live.app/Contents/tmp-save"), world.local("Live.app/Contents/member-3.txt")) == 0)
+            try world.write("Live.app/Contents/New/inside.txt", "new folder")
+            try await eventually("the edits on the server") {
+                world.serverText("Live.app/Contents/New/inside.txt") == "new folder"
+                    && world.serverText("Live.app/Contents/member-3.txt") == "atomically saved"
+            }
+            try await run.quiesce()
+            #expect(try Self.row(world, "Live.app")?.remoteETag != version)
+            #expect(run.live.passes - passes <= 2, "settled as one change of the bundle: \(run.live.passes - passes) passes")
+            #expect(try world.database.allItems().count == 2, "no rows for members")
+            if remote == .apache {
+                #expect(world.requests("COPY", since: mark).count == 1, "one new version of the bundle")
+                #expect(world.requests("PUT", since: mark).filter { $0.contains("\" 20") }.count == 6, "the 6 changed or new members")
+                #expect(world.requests("PUT", since: mark).allSatisfy { !$0.contains("tmp-save") })
+            }
+            try await world.expectAgreement()
+        }
+    }
+
     static func names(_ manifest: [String: SyncWorld.Node]) -> Set<String> {
         Set(manifest.map { "\($0.key)=\($0.value)" })
     }
