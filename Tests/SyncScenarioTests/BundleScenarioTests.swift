@@ -242,6 +242,56 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("a bundle edited on two clients: one whole-bundle conflict copy, on both clients", arguments: Remote.available)
+    func twoClients(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            let other = try world.otherClient()
+            func syncOther() async throws { for _ in 0..<4 { if try await other.pass.run().steps == 0 { return } } }
+            try Self.makeBundle(world, "Shared.numbers", files: 9)
+            try await world.sync()
+            try await syncOther()
+            #expect(SyncWorld.tree(other.localRoot) == SyncWorld.tree(world.localRoot))
+            // Both edit the bundle; the other client syncs first and wins the name.
+            try SyncWorld.write(other.localRoot + "/Shared.numbers/Contents/member-0.txt", "edited on otherhost")
+            try world.write("Shared.numbers/Contents/Resources/member-1.txt", "edited on testhost")
+            try await syncOther()
+            try await world.sync()
+            try await syncOther()
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.localRoot).sorted()
+            #expect(names.count == 2, "\(names)")
+            let copy = try #require(names.first { $0.contains("conflicted copy") })
+            #expect(copy.hasSuffix(" testhost).numbers"))
+            // Each version whole under one name, never members of both in one bundle.
+            #expect(SyncWorld.read(world.local("Shared.numbers/Contents/member-0.txt")) == "edited on otherhost")
+            #expect(SyncWorld.read(world.local("Shared.numbers/Contents/Resources/member-1.txt"))?.hasPrefix("v1") == true)
+            #expect(SyncWorld.read(world.local("\(copy)/Contents/Resources/member-1.txt")) == "edited on testhost")
+            #expect(SyncWorld.read(world.local("\(copy)/Contents/member-0.txt"))?.hasPrefix("v1") == true)
+            #expect(SyncWorld.tree(other.localRoot) == SyncWorld.tree(world.localRoot), "both clients hold both versions")
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("turning bundle_extensions on for folders already synced makes them bundles without a conflict", arguments: Remote.available)
+    func ruleChange(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            world.use(bundles: .none)
+            try Self.makeBundle(world, "Old.app", files: 6)
+            try await world.sync()
+            #expect(try Self.row(world, "Old.app")?.kind == .folder)
+            world.use(bundles: .standard)
+            try await world.sync()
+            #expect(try Self.row(world, "Old.app")?.kind == .bundle)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: world.localRoot) == ["Old.app"])
+            #expect(try world.database.conflicts().isEmpty)
+            try await world.expectAgreement()
+            world.use(bundles: .none)
+            try await world.sync()
+            #expect(try Self.row(world, "Old.app")?.kind == .folder)
+            #expect(try world.database.conflicts().isEmpty)
+            try await world.expectAgreement()
+        }
+    }
+
     static func names(_ manifest: [String: SyncWorld.Node]) -> Set<String> {
         Set(manifest.map { "\($0.key)=\($0.value)" })
     }

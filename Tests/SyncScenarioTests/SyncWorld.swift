@@ -51,7 +51,7 @@ final class SyncWorld: @unchecked Sendable {
     let store: any RemoteStore
     let database: StateDatabase
     let provider: SyncProvider
-    let pass: SyncPass
+    private(set) var pass: SyncPass
     private let collection: String?
     private let webDAV: WebDAVStore?
 
@@ -81,11 +81,33 @@ final class SyncWorld: @unchecked Sendable {
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         provider = SyncProvider(store: store, state: database)
-        var logger = Logger(label: "scenario")
+        pass = Self.makePass(store: store, database: database, localRoot: localRoot, transfers: transfers, host: "testhost")
+    }
+
+    /// A pass of a client syncing `store` into `localRoot`, with `database` as its state DB.
+    static func makePass(store: any RemoteStore, database: StateDatabase, localRoot: String, transfers: Int = 4,
+                         bundles: BundleRule = .standard, host: String) -> SyncPass {
+        var logger = Logger(label: "scenario-\(host)")
         logger.logLevel = ProcessInfo.processInfo.environment["TIDESYNC_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
-        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot), transfers: transfers, logger: logger)
-        pass = SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns)),
-                        host: "testhost", logger: logger)
+        let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns)
+        let provider = SyncProvider(store: store, state: database, bundles: bundles)
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot, bundles: bundles, exclude: exclude),
+                                transfers: transfers, logger: logger)
+        return SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: exclude, bundles: bundles),
+                        host: host, logger: logger)
+    }
+
+    /// From now on this world's passes use `bundles` (as after a change of `bundle_extensions`).
+    func use(bundles: BundleRule) {
+        pass = Self.makePass(store: store, database: database, localRoot: localRoot, bundles: bundles, host: "testhost")
+    }
+
+    /// A second machine syncing the same remote: its own folder and state DB, host `host`.
+    func otherClient(host: String = "otherhost") throws -> (localRoot: String, database: StateDatabase, pass: SyncPass) {
+        let root = scratch + "/local-" + host
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let database = try StateDatabase(path: scratch + "/state-\(host).sqlite")
+        return (root, database, Self.makePass(store: store, database: database, localRoot: root, host: host))
     }
 
     func close() async {
