@@ -42,13 +42,16 @@ public struct LocalScanner: Sendable {
     /// What is at `path` now: as `entry(at:path:)`, with a bundle reported as one item.
     public func item(at path: RemotePath) -> LocalScanEntry? {
         guard let entry = Self.entry(at: absolute(path), path: path) else { return nil }
-        return asBundle(entry) ?? entry
+        var skipped: [(path: String, reason: String)] = []
+        return asBundle(entry, skipped: &skipped) ?? entry
     }
 
-    /// `entry` as a bundle when it is a folder the bundle rule names (and not inside a bundle).
-    func asBundle(_ entry: LocalScanEntry) -> LocalScanEntry? {
+    /// `entry` as a bundle when it is a folder the bundle rule names (and not inside a
+    /// bundle); members that cannot be synced go to `skipped`.
+    func asBundle(_ entry: LocalScanEntry, skipped: inout [(path: String, reason: String)]) -> LocalScanEntry? {
         guard entry.kind == .folder, bundles.isBundle(name: entry.path.name), bundles.enclosingBundle(of: entry.path) == nil,
               let bundle = LocalBundle.scan(at: absolute(entry.path), path: entry.path, exclude: exclude) else { return nil }
+        skipped += bundle.skipped
         return LocalScanEntry(path: entry.path, kind: .bundle, stat: bundle.stat)
     }
 
@@ -100,7 +103,7 @@ public struct LocalScanner: Sendable {
                 result.skipped.append((relative, "the name cannot be synced"))
                 continue
             }
-            if let entry = Self.entry(at: absolute(path), path: path) { found.append(asBundle(entry) ?? entry) }
+            if let entry = Self.entry(at: absolute(path), path: path) { found.append(asBundle(entry, skipped: &result.skipped) ?? entry) }
         }
         return found
     }
