@@ -13,6 +13,12 @@
 #   4. a pass after 1 % of the files changed locally; reference: PUT of them
 #   5. a pass after 1 % changed on the server's disk; reference: GET of them
 #   6. a pass with nothing changed; reference: one PROPFIND Depth: infinity
+#   7. initial upload of a bundle (Bench.app) holding the files of one top
+#      folder (N/10 files, 11 folders); reference: sequential MKCOL of its
+#      folders + PUT of its files, 8 parallel
+#   8. a pass after 1 % of the bundle's members changed locally (a new bundle
+#      version: server-side COPY, PUT of the changed members, two MOVEs);
+#      reference: PUT of the changed members
 # All cases use the /dav-inf/ root (DavDepthInfinity On); each side writes
 # into its own fresh collection. Files are in the page cache (warm reads).
 # After every tidesync pass the result is checked (file counts on the
@@ -222,7 +228,7 @@ run_tidesync() {
 }
 
 # timed_curl VAR ARGS...: runs curl ARGS, stores its wall seconds in VAR.
-c1a='' c1b='' c2='' c3='' c4='' c5='' c6=''
+c1a='' c1b='' c2='' c3='' c4='' c5='' c6='' c7a='' c7b='' c8=''
 timed_curl() {
     local var=$1 t0 t1 rc=0
     shift
@@ -410,6 +416,39 @@ fi
 timed_curl c6 -X PROPFIND -H 'Depth: infinity' -o "$W/propfind.xml" "${BASE}bench-up/"
 record 6 "$c6" "curl: 1 PROPFIND Depth: infinity (allprop, $(($(wc -c <"$W/propfind.xml") / 1024)) KiB)"
 
+# --- case 7: initial upload of a bundle --------------------------------------
+cur=7
+mkdir -p "$W/t-bundle"
+cp -a "$DATA/small/d0" "$W/t-bundle/Bench.app"
+(cd "$W/t-bundle" && find Bench.app -type f | sort) >"$W/bundle-files.txt"
+(cd "$W/t-bundle" && find Bench.app -type d | sort) >"$W/bundle-dirs.txt"
+nbundle=$(wc -l <"$W/bundle-files.txt")
+say "case 7: initial upload of a bundle of $nbundle files"
+mkcol bench-bundle
+write_config bundle "$W/t-bundle" bench-bundle "$TRANSFERS"
+run_tidesync 7-bundle "$W/bundle.toml"
+server_has 7-bundle bench-bundle "$nbundle"
+same_files 7-bundle "$W/bundle-files.txt" "$W/t-bundle" "$ROOT/bench-bundle"
+mkcol ref-bundle
+while IFS= read -r d; do printf 'url = "%sref-bundle/%s/"\n' "$BASE" "$d"; done <"$W/bundle-dirs.txt" >"$W/ref-7-mkcol.conf"
+curl_list put ref-bundle "$W/bundle-files.txt" "$W/t-bundle" "$W/ref-7.conf"
+timed_curl c7a -X MKCOL --config "$W/ref-7-mkcol.conf"
+timed_curl c7b "${curl_par[@]}" --config "$W/ref-7.conf"
+record 7 "$(awk -v a="$c7a" -v b="$c7b" 'BEGIN { printf "%.2f", a + b }')" \
+    "curl: ${c7a}s for $(wc -l <"$W/bundle-dirs.txt") MKCOLs (sequential) + ${c7b}s PUTs, no scratch name, no MOVE"
+
+# --- case 8: 1 % of the bundle's members changed -------------------------------
+cur=8
+awk -v s=100 '(NR - 1) % s == 0' "$W/bundle-files.txt" >"$W/bundle-changed.txt"
+say "case 8: $(wc -l <"$W/bundle-changed.txt") of the bundle's members changed locally"
+rewrite_files "$W/t-bundle" "$W/bundle-changed.txt" 8
+run_tidesync 8-bundle-1pct "$W/bundle.toml"
+server_has 8-bundle-1pct bench-bundle "$nbundle"
+same_files 8-bundle-1pct "$W/bundle-files.txt" "$W/t-bundle" "$ROOT/bench-bundle"
+curl_list put ref-bundle "$W/bundle-changed.txt" "$W/t-bundle" "$W/ref-8.conf"
+timed_curl c8 "${curl_par[@]}" --config "$W/ref-8.conf"
+record 8 "$c8" "curl: PUT of the $(wc -l <"$W/bundle-changed.txt") changed members in place (not atomic)"
+
 # --- report ------------------------------------------------------------------
 # result CASE TIDESYNC_STATUS: ok, "exit N" (tidesync failed) or "N checks failed".
 result() {
@@ -432,13 +471,15 @@ report() {
         [4]="pass, $CHANGED changed locally"
         [5]="pass, $CHANGED changed on server"
         [6]="pass, nothing changed"
+        [7]="bundle upload, $nbundle members"
+        [8]="bundle pass, 1 % members changed"
     )
     printf 'tidesync sync benchmark: %s files in %s folders, transfers = %s, curl with %s connections\n' \
         "$FILES" "$ndirs" "$TRANSFERS" "$CURL_PAR"
     printf 'server: Apache mod_dav on 127.0.0.1 (/dav-inf/, Depth infinity on); %s cores; %s\n' \
         "$(nproc)" "$(date -u +%Y-%m-%dT%H:%MZ)"
     printf '\n%-2s %-36s %11s %9s %8s %9s  %s\n' '#' case 'tidesync s' 'curl s' ratio 'RSS MiB' result
-    for c in 1 2 3 4 5 6; do
+    for c in 1 2 3 4 5 6 7 8; do
         label=${names[$c]}
         printf '%-2s %-36s %11s %9s %8s %9s  %s\n' "$c" "$label" "${TS[$c]}" "${CURL[$c]}" \
             "$(ratio "${TS[$c]}" "${CURL[$c]}")" "${RSS[$c]}" "$(result "$c" "${OK[$c]}")"
@@ -446,9 +487,9 @@ report() {
     printf '\n2 x %s MiB throughput: tidesync %s MB/s, curl %s MB/s, ratio %s\n' "$BIG_MIB" \
         "$(mbps "$BIG_MIB" "${TS[2]}")" "$(mbps "$BIG_MIB" "${CURL[2]}")" "$(ratio "${CURL[2]}" "${TS[2]}")"
     printf '\nreference notes:\n'
-    for c in 1 2 3 4 5 6; do printf '  %s: %s\n' "$c" "${NOTE[$c]}"; done
+    for c in 1 2 3 4 5 6 7 8; do printf '  %s: %s\n' "$c" "${NOTE[$c]}"; done
     printf '\ntidesync requests per pass (from the access log):\n'
-    for label in 1-upload 2-big 3-download 4-local-1pct 5-remote-1pct 6-no-change; do
+    for label in 1-upload 2-big 3-download 4-local-1pct 5-remote-1pct 6-no-change 7-bundle 8-bundle-1pct; do
         printf '  %-14s %s\n' "$label" "${REQS[$label]}"
     done
     if [[ ${#sweep_values[@]} -gt 0 ]]; then
