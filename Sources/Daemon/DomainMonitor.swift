@@ -54,6 +54,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Ends `wait` early: on sync-now and when its stop flag is set.
+    private let retryWakeup = Wakeup()
 
     private struct Record {
         var snapshot = Snapshot()
@@ -61,6 +63,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
         var steps: [Int: PendingStep] = [:]
         var wakeRequested = false
         var lastPersisted: Date?
+        /// The stop flag `wait` has told to wake it, once it has.
+        var waitStop: ObjectIdentifier?
     }
 
     public init(name: String) {
@@ -129,12 +133,19 @@ public final class DomainMonitor: PlanObserver, Sendable {
         }
     }
 
-    /// Sleeps for `duration`, or less when `stop` is set or `syncNow()` is called meanwhile.
+    /// Waits for `duration`, or less when `stop` is set or `syncNow()` is called meanwhile
+    /// (a sync-now is taken). Nothing runs while it waits: a timer ends it, or the stop
+    /// flag's or sync-now's signal.
     public func wait(for duration: Duration, stop: StopFlag) async {
+        let hook = state.withLock { record -> Bool in
+            defer { record.waitStop = ObjectIdentifier(stop) }
+            return record.waitStop != ObjectIdentifier(stop)
+        }
+        if hook { stop.onStop { [retryWakeup] in retryWakeup.signal() } }
         let end = ContinuousClock.now + duration
-        while !stop.isStopped, ContinuousClock.now < end {
-            if state.withLock({ record in defer { record.wakeRequested = false }; return record.wakeRequested }) { return }
-            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+        // A signal left from earlier (a sync-now the domain loop took) only makes it look again.
+        while !stop.isStopped, ContinuousClock.now < end, !takeSyncNowRequest() {
+            await retryWakeup.wait(until: end)
         }
     }
 
@@ -149,6 +160,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Ends the current wait: a pass starts now (a parked domain retries now).
     public func syncNow() {
         state.withLock { $0.wakeRequested = true }
+        retryWakeup.signal()
         wakeHandler.withLock { $0 }?()
     }
 

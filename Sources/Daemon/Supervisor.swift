@@ -11,7 +11,8 @@ import TidesyncConfig
 /// A domain that cannot be opened (folder missing, server config wrong, locked by another
 /// daemon) is shown as an error and opened again after a delay, so the daemon recovers when
 /// the cause clears. Isolation: the table of running domains is behind one `Mutex`; each
-/// domain runs in its own task with its own `StopFlag`.
+/// domain runs in its own task with its own `StopFlag`. `run` waits for `stop` on a
+/// continuation, not on a timer.
 public final class Supervisor: Sendable {
     /// One domain as the supervisor runs it.
     public struct Running: Sendable {
@@ -30,7 +31,13 @@ public final class Supervisor: Sendable {
     private struct Table {
         var configuration: TidesyncConfiguration
         var running: [String: Running] = [:]
-        var stopped = false
+        var lifecycle = Lifecycle.running(waiter: nil)
+    }
+
+    private enum Lifecycle {
+        /// `waiter` is `run` waiting for `stop`, once it waits.
+        case running(waiter: CheckedContinuation<Void, Never>?)
+        case stopped
     }
 
     public init(configuration: TidesyncConfiguration, allowMassDelete: Bool, logger: Logger) {
@@ -48,19 +55,30 @@ public final class Supervisor: Sendable {
     }
 
     /// Starts every domain, then returns when `stop()` was called and every domain ended.
+    /// Call it once.
     public func run() async {
         for domain in configuration.domains { start(domain) }
-        while !state.withLock({ $0.stopped }) { try? await Task.sleep(for: .milliseconds(100)) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = state.withLock { table -> Bool in
+                guard case .running = table.lifecycle else { return true }
+                table.lifecycle = .running(waiter: continuation)
+                return false
+            }
+            if stopped { continuation.resume() }
+        }
         for running in state.withLock({ Array($0.running.values) }) { await running.task.value }
     }
 
     /// Stops every domain: no new transfer starts, running ones finish.
     public func stop() {
-        let all = state.withLock { table -> [Running] in
-            table.stopped = true
-            return Array(table.running.values)
+        let (all, waiter) = state.withLock { table -> ([Running], CheckedContinuation<Void, Never>?) in
+            var waiter: CheckedContinuation<Void, Never>?
+            if case .running(let waiting) = table.lifecycle { waiter = waiting }
+            table.lifecycle = .stopped
+            return (Array(table.running.values), waiter)
         }
         for running in all { running.stop.stop() }
+        waiter?.resume()
     }
 
     /// Puts `new` in effect: domains removed or changed stop (after their running transfers),
@@ -90,7 +108,7 @@ public final class Supervisor: Sendable {
         let stop = StopFlag()
         let monitor = DomainMonitor(name: domain.name)
         state.withLock { table in
-            guard !table.stopped else { return }
+            guard case .running = table.lifecycle else { return }
             let task = Task { await self.runDomain(domain, monitor: monitor, stop: stop) }
             table.running[domain.name] = Running(domain: domain, monitor: monitor, stop: stop, task: task)
         }
