@@ -11,8 +11,8 @@ import TidesyncConfig
 /// A domain that cannot be opened (folder missing, server config wrong, locked by another
 /// daemon) is shown as an error and opened again after a delay, so the daemon recovers when
 /// the cause clears. Isolation: the table of running domains is behind one `Mutex`; each
-/// domain runs in its own task with its own `StopFlag`. `run` waits for `stop` on a
-/// continuation, not on a timer.
+/// domain runs in its own task with its own `StopFlag`. Nothing here wakes up on a timer:
+/// `run` waits for `stop`, and status listeners wait on `statusChanges`.
 public final class Supervisor: Sendable {
     /// One domain as the supervisor runs it.
     public struct Running: Sendable {
@@ -27,6 +27,8 @@ public final class Supervisor: Sendable {
     private let state: Mutex<Table>
     /// When the supervisor started, for status.
     public let startedAt = Date()
+    /// Signalled when a domain's status line may have changed, or a domain started or stopped.
+    public let statusChanges = StatusChanges()
 
     private struct Table {
         var configuration: TidesyncConfiguration
@@ -93,6 +95,7 @@ public final class Supervisor: Sendable {
             return (plan, stopping)
         }
         for running in stopping.values { running.stop.stop() }
+        statusChanges.signal()
         for domain in new.domains where plan.started.contains(domain.name) || plan.restarted.contains(domain.name) {
             if let old = stopping[domain.name] {
                 // The old one holds the domain's lock until its task ends.
@@ -106,12 +109,14 @@ public final class Supervisor: Sendable {
 
     private func start(_ domain: DomainConfiguration) {
         let stop = StopFlag()
-        let monitor = DomainMonitor(name: domain.name)
-        state.withLock { table in
-            guard case .running = table.lifecycle else { return }
+        let monitor = DomainMonitor(name: domain.name, onChange: { [statusChanges] in statusChanges.signal() })
+        let started = state.withLock { table -> Bool in
+            guard case .running = table.lifecycle else { return false }
             let task = Task { await self.runDomain(domain, monitor: monitor, stop: stop) }
             table.running[domain.name] = Running(domain: domain, monitor: monitor, stop: stop, task: task)
+            return true
         }
+        if started { statusChanges.signal() }
     }
 
     /// Opens the domain (again and again while that fails), then runs it until stopped.
