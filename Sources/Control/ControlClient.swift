@@ -24,14 +24,16 @@ public enum ControlClient {
         }
         defer { close(fd) }
         UnixSocket.setTimeouts(fd, seconds: timeoutSeconds)
-        guard UnixSocket.writeAll(fd, ControlJSON.line(request)) else {
-            return .failure(.failed("the daemon at \(path) closed the connection before the request was sent"))
-        }
+        // A daemon that refuses the peer (another uid, too many connections) answers and
+        // closes without reading: the write can fail while its answer waits to be read.
+        let sent = UnixSocket.writeAll(fd, ControlJSON.line(request))
         var reader = LineReader(fd: fd, limit: ControlProtocol.maximumAnswerBytes)
         let line: Data
         switch reader.next() {
         case .line(let answer): line = answer
         case .end(let rest) where !rest.isEmpty: line = rest
+        case .end where !sent, .failed where !sent:
+            return .failure(.failed("the daemon at \(path) closed the connection before the request was sent"))
         case .end: return .failure(.failed("the daemon at \(path) closed the connection without answering"))
         case .tooLong: return .failure(.failed("the daemon's answer is longer than \(ControlProtocol.maximumAnswerBytes) bytes"))
         case .failed: return .failure(.failed("no answer from the daemon at \(path) within \(timeoutSeconds) s"))

@@ -10,7 +10,9 @@ import Synchronization
 ///
 /// Isolation: the one owner of this state; every field is behind one `Mutex`. The domain's
 /// run loop and its plan runner write (as `PlanObserver`), the control server and the
-/// notifier read `snapshot()`. No call blocks on I/O while holding the lock.
+/// notifier read `snapshot()`. No call blocks on I/O while holding the lock. A change that
+/// can alter the service's status line (phase, pause, first pass, the set of pending steps;
+/// not byte progress) calls `onChange`, outside the lock.
 public final class DomainMonitor: PlanObserver, Sendable {
     /// What the domain's loop is doing.
     public enum Phase: Sendable, Equatable {
@@ -54,6 +56,9 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let onChange: @Sendable () -> Void
+    /// Ends `wait` early: on sync-now and when its stop flag is set.
+    private let retryWakeup = Wakeup()
 
     private struct Record {
         var snapshot = Snapshot()
@@ -61,10 +66,15 @@ public final class DomainMonitor: PlanObserver, Sendable {
         var steps: [Int: PendingStep] = [:]
         var wakeRequested = false
         var lastPersisted: Date?
+        /// The stop flag `wait` has told to wake it, once it has.
+        var waitStop: ObjectIdentifier?
     }
 
-    public init(name: String) {
+    /// `onChange` is called (on the caller's thread, without a lock held) after a change
+    /// that can alter the status line.
+    public init(name: String, onChange: @escaping @Sendable () -> Void = {}) {
         self.name = name
+        self.onChange = onChange
     }
 
     /// The current state.
@@ -90,10 +100,15 @@ public final class DomainMonitor: PlanObserver, Sendable {
 
     /// A pass starts. A parked domain shows its error until the pass proves it cleared.
     public func passStarted() {
-        state.withLock { record in
-            if case .parked = record.snapshot.phase { return }
-            record.snapshot.phase = .syncing
+        let changed = state.withLock { record -> Bool in
+            switch record.snapshot.phase {
+            case .parked, .syncing: return false
+            case .starting, .idle:
+                record.snapshot.phase = .syncing
+                return true
+            }
         }
+        if changed { onChange() }
     }
 
     /// A pass ended with `result` (a parked report is followed by `parked`).
@@ -111,6 +126,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
             record.lastPersisted = now
             return true
         }
+        onChange()
         if persist, let database = database.withLock({ $0 }) { try? database.recordCompleteSync(at: now) }
     }
 
@@ -127,14 +143,22 @@ public final class DomainMonitor: PlanObserver, Sendable {
             record.snapshot.phase = .parked(error, since: since, retryAt: now.addingTimeInterval(seconds))
             record.snapshot.firstPassDone = true
         }
+        onChange()
     }
 
-    /// Sleeps for `duration`, or less when `stop` is set or `syncNow()` is called meanwhile.
+    /// Waits for `duration`, or less when `stop` is set or `syncNow()` is called meanwhile
+    /// (a sync-now is taken). Nothing runs while it waits: a timer ends it, or the stop
+    /// flag's or sync-now's signal.
     public func wait(for duration: Duration, stop: StopFlag) async {
+        let hook = state.withLock { record -> Bool in
+            defer { record.waitStop = ObjectIdentifier(stop) }
+            return record.waitStop != ObjectIdentifier(stop)
+        }
+        if hook { stop.onStop { [retryWakeup] in retryWakeup.signal() } }
         let end = ContinuousClock.now + duration
-        while !stop.isStopped, ContinuousClock.now < end {
-            if state.withLock({ record in defer { record.wakeRequested = false }; return record.wakeRequested }) { return }
-            try? await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+        // A signal left from earlier (a sync-now the domain loop took) only makes it look again.
+        while !stop.isStopped, ContinuousClock.now < end, !takeSyncNowRequest() {
+            await retryWakeup.wait(until: end)
         }
     }
 
@@ -143,12 +167,14 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Pauses or resumes: while paused no new step starts; running ones finish.
     public func setPaused(_ paused: Bool) {
         state.withLock { $0.snapshot.paused = paused }
+        onChange()
         wakeHandler.withLock { $0 }?()
     }
 
     /// Ends the current wait: a pass starts now (a parked domain retries now).
     public func syncNow() {
         state.withLock { $0.wakeRequested = true }
+        retryWakeup.signal()
         wakeHandler.withLock { $0 }?()
     }
 
@@ -183,6 +209,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
             }
             record.snapshot.firstPassDone = true
         }
+        onChange()
     }
 
     public func stepStarted(_ index: Int) {
@@ -202,7 +229,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     }
 
     public func stepEnded(_ index: Int, succeeded: Bool) {
-        state.withLock { _ = $0.steps.removeValue(forKey: index) }
+        if state.withLock({ $0.steps.removeValue(forKey: index) }) != nil { onChange() }
     }
 
     public func planEnded() {

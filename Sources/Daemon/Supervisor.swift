@@ -11,7 +11,8 @@ import TidesyncConfig
 /// A domain that cannot be opened (folder missing, server config wrong, locked by another
 /// daemon) is shown as an error and opened again after a delay, so the daemon recovers when
 /// the cause clears. Isolation: the table of running domains is behind one `Mutex`; each
-/// domain runs in its own task with its own `StopFlag`.
+/// domain runs in its own task with its own `StopFlag`. Nothing here wakes up on a timer:
+/// `run` waits for `stop`, and status listeners wait on `statusChanges`.
 public final class Supervisor: Sendable {
     /// One domain as the supervisor runs it.
     public struct Running: Sendable {
@@ -26,11 +27,19 @@ public final class Supervisor: Sendable {
     private let state: Mutex<Table>
     /// When the supervisor started, for status.
     public let startedAt = Date()
+    /// Signalled when a domain's status line may have changed, or a domain started or stopped.
+    public let statusChanges = StatusChanges()
 
     private struct Table {
         var configuration: TidesyncConfiguration
         var running: [String: Running] = [:]
-        var stopped = false
+        var lifecycle = Lifecycle.running(waiter: nil)
+    }
+
+    private enum Lifecycle {
+        /// `waiter` is `run` waiting for `stop`, once it waits.
+        case running(waiter: CheckedContinuation<Void, Never>?)
+        case stopped
     }
 
     public init(configuration: TidesyncConfiguration, allowMassDelete: Bool, logger: Logger) {
@@ -48,19 +57,30 @@ public final class Supervisor: Sendable {
     }
 
     /// Starts every domain, then returns when `stop()` was called and every domain ended.
+    /// Call it once.
     public func run() async {
         for domain in configuration.domains { start(domain) }
-        while !state.withLock({ $0.stopped }) { try? await Task.sleep(for: .milliseconds(100)) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = state.withLock { table -> Bool in
+                guard case .running = table.lifecycle else { return true }
+                table.lifecycle = .running(waiter: continuation)
+                return false
+            }
+            if stopped { continuation.resume() }
+        }
         for running in state.withLock({ Array($0.running.values) }) { await running.task.value }
     }
 
     /// Stops every domain: no new transfer starts, running ones finish.
     public func stop() {
-        let all = state.withLock { table -> [Running] in
-            table.stopped = true
-            return Array(table.running.values)
+        let (all, waiter) = state.withLock { table -> ([Running], CheckedContinuation<Void, Never>?) in
+            var waiter: CheckedContinuation<Void, Never>?
+            if case .running(let waiting) = table.lifecycle { waiter = waiting }
+            table.lifecycle = .stopped
+            return (Array(table.running.values), waiter)
         }
         for running in all { running.stop.stop() }
+        waiter?.resume()
     }
 
     /// Puts `new` in effect: domains removed or changed stop (after their running transfers),
@@ -75,6 +95,7 @@ public final class Supervisor: Sendable {
             return (plan, stopping)
         }
         for running in stopping.values { running.stop.stop() }
+        statusChanges.signal()
         for domain in new.domains where plan.started.contains(domain.name) || plan.restarted.contains(domain.name) {
             if let old = stopping[domain.name] {
                 // The old one holds the domain's lock until its task ends.
@@ -88,12 +109,14 @@ public final class Supervisor: Sendable {
 
     private func start(_ domain: DomainConfiguration) {
         let stop = StopFlag()
-        let monitor = DomainMonitor(name: domain.name)
-        state.withLock { table in
-            guard !table.stopped else { return }
+        let monitor = DomainMonitor(name: domain.name, onChange: { [statusChanges] in statusChanges.signal() })
+        let started = state.withLock { table -> Bool in
+            guard case .running = table.lifecycle else { return false }
             let task = Task { await self.runDomain(domain, monitor: monitor, stop: stop) }
             table.running[domain.name] = Running(domain: domain, monitor: monitor, stop: stop, task: task)
+            return true
         }
+        if started { statusChanges.signal() }
     }
 
     /// Opens the domain (again and again while that fails), then runs it until stopped.

@@ -129,23 +129,31 @@ struct Run: AsyncParsableCommand {
         logger.info("stopped")
     }
 
-    /// Sends READY=1 once every domain has finished its first scan, then a STATUS= line
-    /// whenever it changes, until cancelled.
+    /// Sends READY=1 once every domain has finished its first scan, and a STATUS= line when
+    /// it changes (at most one message a second), until cancelled. It looks only when the
+    /// supervisor signals a change: an idle daemon sends nothing and wakes for nothing.
     private static func report(_ supervisor: Supervisor, to notifier: ServiceNotifier) async {
         guard notifier.socketName != nil else { return }
-        var ready = false
-        var shown = ""
+        var announcer = ServiceAnnouncer()
+        for await _ in supervisor.statusChanges.stream() {
+            await announce(supervisor, to: notifier, &announcer)
+        }
+    }
+
+    /// Sends what is new until the service manager knows it all (waiting out the rate limit
+    /// or a failed send's retry delay; changes meanwhile are included).
+    private static func announce(_ supervisor: Supervisor, to notifier: ServiceNotifier,
+                                 _ announcer: inout ServiceAnnouncer) async {
         while !Task.isCancelled {
             let domains = supervisor.domains.map { (name: $0.domain.name, snapshot: $0.monitor.snapshot()) }
-            let line = ServiceStatusLine.text(for: domains)
-            var message: [String] = []
-            if !ready, !domains.isEmpty, domains.allSatisfy(\.snapshot.firstPassDone) {
-                ready = true
-                message.append("READY=1")
+            switch announcer.next(for: domains, now: .now) {
+            case .nothing:
+                return
+            case .wait(let instant):
+                try? await Task.sleep(until: instant, clock: .continuous)
+            case .send(let announcement):
+                announcer.sent(announcement, delivered: notifier.send(announcement.text), at: .now)
             }
-            if line != shown { message.append("STATUS=" + line) }
-            if !message.isEmpty, notifier.send(message.joined(separator: "\n")) { shown = line }
-            try? await Task.sleep(for: .milliseconds(250))
         }
     }
 

@@ -106,6 +106,16 @@ struct RawClient {
         #expect(try ControlClient.send(ControlRequest(.status), to: stale).get().ok)
     }
 
+    @Test func aClientTurnedAwayBeforeItsRequestIsWrittenStillHearsWhy() throws {
+        // Every slot taken by a connection that sends nothing: the next one is told `busy`
+        // and closed without being read, often before the client has written its request.
+        let held = try (0..<ControlServer.maximumConnections).map { _ in try RawClient(path) }
+        defer { held.forEach { $0.close() } }
+        for _ in 0..<20 {
+            #expect(try ControlClient.send(ControlRequest(.status), to: path).get().error?.code == .busy)
+        }
+    }
+
     @Test func aClientOfAStoppedServerHearsNotRunning() throws {
         server.stop()
         #expect(throws: ControlClient.Failure.notRunning) { try status() }
