@@ -128,8 +128,9 @@ public final class LiveSync: Sendable {
             }
             observer?.watcherChanged(watches: watcher?.watchCount, overflowRescans: queue.overflowCount, unwatched: unwatched.count)
             if observer?.isPaused == true {
-                // Events keep being collected; nothing is synced until resumed.
-                await queue.wakeup.wait(until: clock.now + .seconds(1))
+                // Events keep being collected; nothing is synced until resumed (which,
+                // like a stop, signals the wakeup).
+                await queue.wakeup.wait(until: nil)
                 continue
             }
             if observer?.takeSyncNowRequest() == true {

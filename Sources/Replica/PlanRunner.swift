@@ -56,13 +56,6 @@ public final class StopFlag: @unchecked Sendable {
         if now { handler() }
     }
 
-    /// Sleeps for `duration`, or less when stopped meanwhile.
-    public func wait(for duration: Duration) async {
-        let end = ContinuousClock.now + duration
-        while !isStopped, ContinuousClock.now < end {
-            try? await Task.sleep(for: min(.milliseconds(200), end - ContinuousClock.now))
-        }
-    }
 }
 
 /// Carries a reconciliation plan out: remote steps through the engine, local steps through

@@ -19,32 +19,39 @@ public final class Wakeup: @unchecked Sendable {
         waiter?.resume()
     }
 
-    /// Returns when signalled, or at `deadline` (nil: only when signalled).
+    /// The queue the deadline timers fire on.
+    private static let timers = DispatchQueue(label: "tidesync.wakeup")
+
+    /// Returns when signalled, or at `deadline` (nil: only when signalled). The deadline is
+    /// a dispatch timer, not a `Task.sleep`: on Linux a pending `Task.sleep` makes
+    /// libdispatch wake once a second for as long as it waits, which an idle daemon
+    /// waiting an hour should not.
     public func wait(until deadline: ContinuousClock.Instant?) async {
         if lock.withLock({ () -> Bool in defer { pending = false }; return pending }) { return }
-        if let deadline, deadline <= .now { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    let now = self.lock.withLock { () -> Bool in
-                        if self.pending {
-                            self.pending = false
-                            return true
-                        }
-                        self.waiter = continuation
-                        return false
-                    }
-                    if now { continuation.resume() }
-                }
-            }
-            if let deadline {
-                group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
-            }
-            await group.next()
-            group.cancelAll()
-            signal()  // releases the waiting child if the deadline came first
+        var timer: DispatchSourceTimer?
+        if let deadline {
+            let delay = ContinuousClock.now.duration(to: deadline)
+            guard delay > .zero else { return }
+            let (seconds, attoseconds) = delay.components
+            let source = DispatchSource.makeTimerSource(queue: Self.timers)
+            source.schedule(deadline: .now() + .nanoseconds(Int(min(seconds, 1 << 30) * 1_000_000_000 + attoseconds / 1_000_000_000)),
+                            leeway: .milliseconds(5))
+            source.setEventHandler { [weak self] in self?.signal() }
+            source.resume()
+            timer = source
         }
-        lock.withLock { pending = false }
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool in
+                if pending {
+                    pending = false
+                    return true
+                }
+                waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        timer?.cancel()
     }
 }
 
