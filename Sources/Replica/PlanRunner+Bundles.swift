@@ -99,7 +99,7 @@ extension PlanRunner {
             let total = files.reduce(Int64(0)) { $0 + $1.value.size }
             let done = Mutex<Int64>(0)
             let provider = self.provider, folder = self.folder
-            try await forEach(files, width: max(1, transfers)) { (file) async throws(ProviderError) in
+            try await forEachConcurrently(files, width: max(1, transfers)) { (file) async throws(ProviderError) in
                 let (relative, entry) = file
                 let destination = URL(fileURLWithPath: temporary.path + "/" + relative.description)
                 _ = try await provider.download(entry.path, version: entry.etag, into: destination, progress: nil)
@@ -171,31 +171,5 @@ extension PlanRunner {
                               scratch: scratch, context: context)
         }
         try provider.state.apply(operation.map { [.completeOperation($0)] } ?? [])
-    }
-
-    /// Runs `body` for every element, `width` at a time; the first failure is thrown once
-    /// the running ones end.
-    func forEach<Element: Sendable>(_ elements: [Element], width: Int,
-                                    _ body: @escaping @Sendable (Element) async throws(ProviderError) -> Void)
-        async throws(ProviderError) {
-        let failure = await withTaskGroup(of: ProviderError?.self) { group -> ProviderError? in
-            var next = 0
-            var first: ProviderError?
-            func start() {
-                guard first == nil, next < elements.count else { return }
-                let element = elements[next]
-                next += 1
-                group.addTask {
-                    do throws(ProviderError) { try await body(element); return nil } catch { return error }
-                }
-            }
-            for _ in 0..<max(1, width) { start() }
-            while let result = await group.next() {
-                if let result, first == nil { first = result }
-                start()
-            }
-            return first
-        }
-        if let failure { throw failure }
     }
 }

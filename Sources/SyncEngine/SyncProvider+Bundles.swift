@@ -10,6 +10,7 @@
 // aside back in place and removes a half-built new one.
 
 import Foundation
+import Synchronization
 
 /// The remote temporaries of one bundle write, in the target's folder.
 public struct BundleScratch: Sendable, Hashable {
@@ -135,15 +136,16 @@ extension SyncProvider {
             sends.append((member, try member.path(in: root), .mustNotExist))
         }
         let total = sends.reduce(Int64(0)) { $0 + ($1.0.kind == .file ? $1.0.size : 0) }
-        let done = ByteCounter()
-        try await forEach(sends, width: 4) { (send) async throws(ProviderError) in
+        let done = Mutex<Int64>(0)
+        try await forEachConcurrently(sends, width: 4) { (send) async throws(ProviderError) in
             let (member, target, condition) = send
             if member.kind == .symlink {
                 _ = try await self.store.makeSymlink(at: target, target: member.symlinkTarget ?? "", condition: condition)
             } else {
                 let source = contents.directory.appendingPathComponent(member.relativePath)
                 _ = try await self.store.upload(from: source, to: target, condition: condition, progress: nil)
-                progress?(done.add(member.size), total)
+                let bytes = done.withLock { $0 += member.size; return $0 }
+                progress?(bytes, total)
             }
         }
     }
@@ -253,38 +255,30 @@ extension SyncProvider {
     func removeIfPresent(_ path: RemotePath) async throws(ProviderError) {
         do { try await store.delete(path, version: nil) } catch where error.code == .noSuchItem {}
     }
-
-    /// Runs `body` for every element, `width` at a time; the first failure is thrown once
-    /// the running ones end (no new ones start).
-    func forEach<Element: Sendable>(_ elements: [Element], width: Int,
-                                    _ body: @escaping @Sendable (Element) async throws(ProviderError) -> Void)
-        async throws(ProviderError) {
-        let failure = await withTaskGroup(of: ProviderError?.self) { group -> ProviderError? in
-            var next = 0
-            var first: ProviderError?
-            func start() {
-                guard first == nil, next < elements.count else { return }
-                let element = elements[next]
-                next += 1
-                group.addTask {
-                    do throws(ProviderError) { try await body(element); return nil } catch { return error }
-                }
-            }
-            for _ in 0..<max(1, width) { start() }
-            while let result = await group.next() {
-                if let result, first == nil { first = result }
-                start()
-            }
-            return first
-        }
-        if let failure { throw failure }
-    }
 }
 
-/// Bytes done across concurrent transfers.
-final class ByteCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var total: Int64 = 0
-
-    func add(_ bytes: Int64) -> Int64 { lock.withLock { total += bytes; return total } }
+/// Runs `body` for every element, `width` at a time; the first failure is thrown once the
+/// running ones end (no new ones start).
+public func forEachConcurrently<Element: Sendable>(_ elements: [Element], width: Int,
+                                                   _ body: @escaping @Sendable (Element) async throws(ProviderError) -> Void)
+    async throws(ProviderError) {
+    let failure = await withTaskGroup(of: ProviderError?.self) { group -> ProviderError? in
+        var next = 0
+        var first: ProviderError?
+        func start() {
+            guard first == nil, next < elements.count else { return }
+            let element = elements[next]
+            next += 1
+            group.addTask {
+                do throws(ProviderError) { try await body(element); return nil } catch { return error }
+            }
+        }
+        for _ in 0..<max(1, width) { start() }
+        while let result = await group.next() {
+            if let result, first == nil { first = result }
+            start()
+        }
+        return first
+    }
+    if let failure { throw failure }
 }
