@@ -78,6 +78,7 @@ public final class DomainService: Sendable {
             do {
                 let result = try await pass.run()
                 result.log(to: logger)
+                monitor.passFinished(result)  // `status` shows when both sides last agreed
                 if !result.heldBack.isEmpty {
                     last = "\(result.heldBack.count) file(s) are still open for writing, such as \(result.heldBack.keys.min()!); run again when they are closed"
                     continue
@@ -92,6 +93,4 @@ public final class DomainService: Sendable {
         }
         return .unfinished(last)
     }
-
-
 }

@@ -56,6 +56,19 @@ final class StatusCommandTests {
         #expect(pause.errors.contains("not running"))
     }
 
+    @Test("after `run --once` status (daemon stopped) says when both sides last agreed, and counts a bundle")
+    func runOnceRecordsLastSync() throws {
+        try fixture.configure()
+        try FileManager.default.createDirectory(atPath: fixture.local + "/Slides.key/Data", withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: fixture.local + "/Slides.key/Data/a"))
+        let once = try fixture.tidesync(["run", "--once"])
+        #expect(once.status == 0, "\(once.errors)")
+        let screen = try fixture.tidesync(["status"])
+        #expect(screen.status == 3)
+        #expect(!screen.output.contains("last complete sync: never"), "\(screen.output)")
+        #expect(screen.output.contains("1 bundle"), "\(screen.output)")
+    }
+
     @Test("while a large file uploads to Apache, status shows its progress moving")
     func uploadProgress() throws {
         let collection = try #require(try DaemonFixture.sharedApacheCollection(), "the private Apache is not running (packaging/test.sh starts it)")
