@@ -11,6 +11,10 @@ import SyncModel
 /// contain a `/` — against the path relative to the sync root.
 public struct ExcludeList: Sendable, Equatable {
     public let patterns: [String]
+    /// The patterns as C strings, once: matched against a name, or against a relative path
+    /// (those with a `/`). A pass checks every path of the domain against them.
+    private let namePatterns: [[CChar]]
+    private let pathPatterns: [[CChar]]
 
     /// Always excluded, whatever the config says: names tidesync writes itself.
     public static let builtIn = [".tidesync-*"]
@@ -27,6 +31,8 @@ public struct ExcludeList: Sendable, Equatable {
     public init(patterns: [String]) {
         let cleaned = patterns.map { String($0.trimmingWhitespace()) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         self.patterns = Self.builtIn + cleaned
+        namePatterns = self.patterns.filter { !$0.contains("/") }.map { Array($0.utf8CString) }
+        pathPatterns = self.patterns.filter { $0.contains("/") }.map { Array($0.utf8CString) }
     }
 
     /// Parses an exclude file (one glob per line, `#` comments).
@@ -36,15 +42,24 @@ public struct ExcludeList: Sendable, Equatable {
 
     /// True when the item at `path`, or a folder above it, is excluded.
     public func excludes(_ path: RemotePath) -> Bool {
-        path.components.indices.contains { index in
-            excludes(name: path.components[index], relativePath: path.components[...index].joined(separator: "/"))
+        if path.components.contains(where: excludes(name:)) { return true }
+        guard !pathPatterns.isEmpty else { return false }
+        return path.components.indices.contains { index in
+            excludes(relativePath: path.components[...index].joined(separator: "/"))
         }
     }
 
     /// True when the item at `relativePath` (names joined by `/`) named `name` is excluded.
     public func excludes(name: String, relativePath: String) -> Bool {
-        patterns.contains { pattern in
-            pattern.contains("/") ? fnmatch(pattern, relativePath, 0) == 0 : fnmatch(pattern, name, FNM_PERIOD) == 0
-        }
+        excludes(name: name) || excludes(relativePath: relativePath)
+    }
+
+    private func excludes(name: String) -> Bool {
+        name.withCString { name in namePatterns.contains { fnmatch($0, name, FNM_PERIOD) == 0 } }
+    }
+
+    private func excludes(relativePath: String) -> Bool {
+        guard !pathPatterns.isEmpty else { return false }
+        return relativePath.withCString { path in pathPatterns.contains { fnmatch($0, path, 0) == 0 } }
     }
 }
