@@ -44,7 +44,7 @@ public final class DomainService: Sendable {
         let bundles = BundleRule(extensions: domain.bundleExtensions)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
         let provider = SyncProvider(store: store.store, state: state, bundles: bundles)
-        let folder = LocalFolder(root: domain.localPath, bundles: bundles, exclude: exclude)
+        let folder = LocalFolder(root: domain.localPath, bundles: bundles)
         let monitor = monitor ?? DomainMonitor(name: domain.name)
         monitor.attach(state)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,

@@ -27,8 +27,11 @@ public struct LocalBundle: Sendable {
     public var skipped: [(path: String, reason: String)]
 
     /// Walks the bundle whose directory is `absolute` (at `path` in the sync folder); nil when
-    /// no directory is there. Names `exclude` covers are not members.
-    public static func scan(at absolute: String, path: RemotePath, exclude: ExcludeList) -> LocalBundle? {
+    /// no directory is there. A bundle is one document: every member is synced, whatever the
+    /// domain's exclude patterns say (the server's listing shows them all, and a member left
+    /// out would be deleted by the next version); only tidesync's own `.tidesync-*` names
+    /// are not members.
+    public static func scan(at absolute: String, path: RemotePath) -> LocalBundle? {
         guard let top = LocalScanner.entry(at: absolute, path: path), top.kind == .folder else { return nil }
         var members: [Member] = []
         var skipped: [(path: String, reason: String)] = []
@@ -44,7 +47,7 @@ public struct LocalBundle: Sendable {
                     continue
                 }
                 let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
-                if exclude.excludes(name: name, relativePath: path.description + "/" + relative) { continue }
+                if name.hasPrefix(BundleManifest.scratchPrefix) { continue }
                 let child = folder + "/" + name
                 guard let entry = LocalScanner.entry(at: child, path: path) else { continue }
                 members.append(Member(relativePath: relative, kind: entry.kind, stat: entry.stat, symlinkTarget: entry.symlinkTarget))
@@ -59,7 +62,7 @@ public struct LocalBundle: Sendable {
         var total: Int64 = 0
         for member in members {
             // A folder's own mtime only follows names in it, which the member list already
-            // holds (and an excluded swap file coming and going must not count).
+            // holds (and one of our temporaries coming and going must not count).
             let mtime = member.kind == .folder ? 0 : member.stat.modificationTimeNanoseconds
             mix(member.relativePath.utf8)
             mix("\u{0}\(member.kind.rawValue)\u{0}\(member.stat.inode)\u{0}\(member.stat.size)\u{0}\(mtime)\n".utf8)

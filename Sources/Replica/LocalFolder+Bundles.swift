@@ -18,6 +18,7 @@ extension LocalFolder {
     /// Puts the bundle built in the directory `temporary` at `path`; `replacing` is the stat
     /// the bundle there must still have (nil: nothing may be there). Returns the installed
     /// bundle as walked after the rename.
+    @discardableResult
     public func installBundle(_ temporary: URL, at path: RemotePath, replacing: LocalStat?) throws(ProviderError) -> LocalBundle {
         let target = absolute(path)
         do throws(ProviderError) {
@@ -74,7 +75,7 @@ extension LocalFolder {
     public func bundleEqual(_ path: RemotePath, expected: LocalStat, other: URL) throws(ProviderError) -> Bool {
         try require(path, holds: expected, kind: .bundle)
         guard let mine = bundle(at: path),
-              let theirs = LocalBundle.scan(at: other.path, path: path, exclude: exclude) else { return false }
+              let theirs = LocalBundle.scan(at: other.path, path: path) else { return false }
         guard mine.members.count == theirs.members.count else { return false }
         for (a, b) in zip(mine.members, theirs.members) {
             guard a.relativePath.utf8.elementsEqual(b.relativePath.utf8), a.kind == b.kind,

@@ -20,14 +20,10 @@ public struct LocalFolder: Sendable {
     public let root: String
     /// Bundles are one item: looked at, replaced and deleted whole.
     public let bundles: BundleRule
-    /// What is not a member of a bundle (the scanner's exclude list).
-    public let exclude: ExcludeList
 
-    public init(root: String, bundles: BundleRule = .standard,
-                exclude: ExcludeList = ExcludeList(patterns: ExcludeList.defaultPatterns)) {
+    public init(root: String, bundles: BundleRule = .standard) {
         self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
         self.bundles = bundles
-        self.exclude = exclude
     }
 
     /// The prefix of the temporary files downloads are written to.
@@ -41,13 +37,13 @@ public struct LocalFolder: Sendable {
     public func entry(at path: RemotePath) -> LocalScanEntry? {
         guard let entry = LocalScanner.entry(at: absolute(path), path: path) else { return nil }
         guard entry.kind == .folder, bundles.isBundle(name: path.name), bundles.enclosingBundle(of: path) == nil,
-              let bundle = LocalBundle.scan(at: absolute(path), path: path, exclude: exclude) else { return entry }
+              let bundle = LocalBundle.scan(at: absolute(path), path: path) else { return entry }
         return LocalScanEntry(path: path, kind: .bundle, stat: bundle.stat)
     }
 
     /// The bundle at `path` as it is now, walked; nil when no bundle is there.
     public func bundle(at path: RemotePath) -> LocalBundle? {
-        LocalBundle.scan(at: absolute(path), path: path, exclude: exclude)
+        LocalBundle.scan(at: absolute(path), path: path)
     }
 
     /// A fresh temporary file name in the folder of `path` (nothing is created).

@@ -50,7 +50,7 @@ public struct LocalScanner: Sendable {
     /// bundle); members that cannot be synced go to `skipped`.
     func asBundle(_ entry: LocalScanEntry, skipped: inout [(path: String, reason: String)]) -> LocalScanEntry? {
         guard entry.kind == .folder, bundles.isBundle(name: entry.path.name), bundles.enclosingBundle(of: entry.path) == nil,
-              let bundle = LocalBundle.scan(at: absolute(entry.path), path: entry.path, exclude: exclude) else { return nil }
+              let bundle = LocalBundle.scan(at: absolute(entry.path), path: entry.path) else { return nil }
         skipped += bundle.skipped
         return LocalScanEntry(path: entry.path, kind: .bundle, stat: bundle.stat)
     }

@@ -24,7 +24,8 @@ extension PlanRunner {
             try await conflictCopyOfBundle(conflict, operation: operation, scratch: scratch, progress: progress)
         case .compareContents(let path, let local, let remote, let item, let ifDifferent) where context.remote[path]?.kind == .bundle:
             try await compareBundle(path, local: local, remote: remote, item: item, ifDifferent: ifDifferent,
-                                    operation: operation, temporary: temporary!, context: context, progress: progress)
+                                    operation: operation, temporary: temporary!, scratch: scratch, context: context,
+                                    progress: progress)
         default:
             return false
         }
@@ -114,22 +115,37 @@ extension PlanRunner {
         return listing
     }
 
-    /// The manifest of the bundle installed or found at `path`, with the remote versions of `listing`.
-    private func manifest(of bundle: LocalBundle, at path: RemotePath,
+    /// The manifest of `bundle` (whose directory is `root`; it is or goes at `path`), with the
+    /// remote versions of `listing`.
+    private func manifest(of bundle: LocalBundle, root: String, at path: RemotePath,
                           listing: (entry: RemoteEntry, members: [RemoteEntry])) throws(ProviderError) -> [BundleMember] {
         let remote = BundleManifest.relative(listing.members, below: path)
-        var members = try bundle.manifest(root: folder.absolute(path), previous: [])
+        var members = try bundle.manifest(root: root, previous: [])
         for index in members.indices { members[index].remoteETag = try remote[members[index].relative]?.etag }
         return members
     }
 
     /// fetchContents of a bundle: downloaded whole beside its place, renamed in.
+    /// What is recorded is the tree as downloaded, scanned and hashed before it is renamed
+    /// in (a rename changes no inode, size or mtime inside): an app writing into the new
+    /// bundle right after is a change the next pass sees.
     private func downloadBundle(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
                                 operation: Int64?, temporary: URL, progress: TransferProgress?) async throws(ProviderError) {
         let listing = try await fetchBundle(path, version: version, into: temporary, progress: progress)
-        let installed = try folder.installBundle(temporary, at: path, replacing: replacing)
-        try provider.recordBundle(at: path, item: item, remote: listing.entry, local: installed.stat,
-                                  members: try manifest(of: installed, at: path, listing: listing), operation: operation)
+        let built: LocalBundle, members: [BundleMember]
+        do throws(ProviderError) {
+            guard let scanned = LocalBundle.scan(at: temporary.path, path: path) else {
+                throw ProviderError(.cannotSynchronize, "the downloaded bundle \(temporary.path) vanished before it was installed")
+            }
+            built = scanned
+            members = try manifest(of: built, root: temporary.path, at: path, listing: listing)
+        } catch {
+            removeTemporary(temporary.path)
+            throw error
+        }
+        try folder.installBundle(temporary, at: path, replacing: replacing)
+        try provider.recordBundle(at: path, item: item, remote: listing.entry, local: built.stat, members: members,
+                                  operation: operation)
     }
 
     /// The local bundle goes to its conflict-copy name on both sides, as a new bundle.
@@ -149,8 +165,8 @@ extension PlanRunner {
 
     /// Same members and bytes on both sides: recorded as agreed. Different: keep both.
     private func compareBundle(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
-                               ifDifferent: [SyncAction], operation: Int64?, temporary: URL, context: Context,
-                               progress: TransferProgress?) async throws(ProviderError) {
+                               ifDifferent: [SyncAction], operation: Int64?, temporary: URL, scratch: String?,
+                               context: Context, progress: TransferProgress?) async throws(ProviderError) {
         let listing = try await fetchBundle(path, version: remote, into: temporary, progress: progress)
         let equal: Bool
         do throws(ProviderError) {
@@ -162,13 +178,14 @@ extension PlanRunner {
         removeTemporary(temporary.path)
         if equal, let bundle = folder.bundle(at: path), bundle.stat == local {
             try provider.recordBundle(at: path, item: item, remote: listing.entry, local: local,
-                                      members: try manifest(of: bundle, at: path, listing: listing), operation: operation)
+                                      members: try manifest(of: bundle, root: folder.absolute(path), at: path, listing: listing),
+                                      operation: operation)
             return
         }
         for step in ifDifferent {
-            let scratch = step.writesRemoteBundle(folder.bundles) ? UUID().uuidString : nil
+            // The conflict copy's bundle upload uses this step's journaled token.
             try await perform(step, operation: nil, temporary: step.needsTemporary ? folder.temporaryURL(beside: step.path) : nil,
-                              scratch: scratch, context: context)
+                              scratch: step.writesRemoteBundle(folder.bundles) ? scratch : nil, context: context)
         }
         try provider.state.apply(operation.map { [.completeOperation($0)] } ?? [])
     }

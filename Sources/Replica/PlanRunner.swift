@@ -87,6 +87,8 @@ public final class PlanRunner: Sendable {
         var temporary: String?
         /// The token of the remote temporaries of a bundle write (`BundleScratch`), beside `path`.
         var scratch: String?
+        /// The version the bundle write replaces (nil for a create), for the clean-up.
+        var base: ETag?
     }
 
     /// What a pass needs besides the plan.
@@ -134,16 +136,19 @@ public final class PlanRunner: Sendable {
         return failures
     }
 
-    /// Puts the server back in order after a bundle write cut short by a crash: an old
-    /// version set aside goes back in place, a half-built new one goes (see
-    /// `SyncProvider.cleanUpScratch`). Runs before `recover()`, which then completes the
-    /// entries. Throws when the server cannot be reached (the pass is retried later).
-    public func recoverRemote() async throws(ProviderError) {
+    /// Puts the server back in order after a bundle write cut short by a crash or a failure
+    /// whose own clean-up could not reach the server: an old version set aside goes back in
+    /// place (or, replaced meanwhile, beside it as a conflict copy for `host`), a half-built
+    /// new one goes (see `SyncProvider.cleanUpScratch`). Runs before `recover()`; an entry
+    /// with a scratch token is completed only here, after its clean-up succeeded, or when its
+    /// step succeeds. Throws when the server cannot be reached (the pass is retried later).
+    public func recoverRemote(host: String) async throws(ProviderError) {
         for operation in try provider.state.pendingOperations() {
             guard let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload),
                   let token = entry.scratch else { continue }
-            try await provider.cleanUpScratch(beside: entry.path, token: token)
+            try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host)
             if operation.attempts == 0 {
+                if let temporary = entry.temporary { removeTemporary(temporary) }
                 logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")
                 try provider.state.apply([.completeOperation(operation.id)])
             }
@@ -212,7 +217,7 @@ public final class PlanRunner: Sendable {
                 if let error {
                     report.skipped += schedule.finished(index, .failed).count
                     handle(error, of: plan[index], operation: operations[index], temporary: temporaries[index],
-                           context: context, report: &report)
+                           scratch: scratches[index], context: context, report: &report)
                 } else {
                     schedule.finished(index, .succeeded)
                     report.succeeded += 1
@@ -245,7 +250,7 @@ public final class PlanRunner: Sendable {
         let encoder = JSONEncoder()
         let entries = indices.map { index in
             let entry = JournalEntry(step: plan[index].stepName, path: plan[index].path, temporary: temporaries[index]?.path,
-                                     scratch: scratches[index])
+                                     scratch: scratches[index], base: scratches[index] == nil ? nil : plan[index].replacedVersion)
             return PendingOperation(itemID: plan[index].itemID, kind: plan[index].stepName,
                                     payload: (try? encoder.encode(entry)) ?? Data(), createdAt: now)
         }
@@ -256,18 +261,21 @@ public final class PlanRunner: Sendable {
     }
 
     /// Books a failed step: the domain parks, the item backs off, or the next plan decides.
-    private func handle(_ error: ProviderError, of step: SyncAction, operation: Int64?, temporary: URL?,
+    private func handle(_ error: ProviderError, of step: SyncAction, operation: Int64?, temporary: URL?, scratch: String?,
                         context: Context, report: inout RunReport) {
         if let temporary { removeTemporary(temporary.path) }
         var changes: [StateChange] = []
+        // An entry naming remote scratch collections stays until `recoverRemote` has
+        // cleaned them up (the step's own clean-up may not have reached the server).
+        let keep = scratch != nil
         switch error.disposition {
         case .parkDomain:
             report.parked = report.parked ?? error
             logger.warning("\(step.stepName) \(step.path): \(error.message)")
-            if let operation { changes.append(.completeOperation(operation)) }
+            if let operation, !keep { changes.append(.completeOperation(operation)) }
         case .resolve:
             logger.info("\(step.stepName) \(step.path): \(error.message)")
-            if let operation { changes.append(.completeOperation(operation)) }
+            if let operation, !keep { changes.append(.completeOperation(operation)) }
         case .retry, .skipItem:
             report.failed.append((step.path, error))
             let previous = context.failures[step.path]
@@ -278,7 +286,7 @@ public final class PlanRunner: Sendable {
             // One journal entry per item in error: the older one carries the attempt count.
             if let previous {
                 changes.append(.failOperation(previous.id, error: error.description, notBefore: notBefore))
-                if let operation { changes.append(.completeOperation(operation)) }
+                if let operation, !keep { changes.append(.completeOperation(operation)) }
             } else if let operation {
                 changes.append(.failOperation(operation, error: error.description, notBefore: notBefore))
             }
@@ -316,6 +324,16 @@ extension SyncAction {
         switch self {
         case .record, .forget, .remoteNameWins: false
         default: true
+        }
+    }
+
+    /// The remote version a step that writes a bundle replaces: an upload's base, a delete's
+    /// version; nil for creates.
+    var replacedVersion: ETag? {
+        switch self {
+        case .upload(_, .mustMatch(let base), _, _): base
+        case .deleteRemote(_, let version, _): version
+        default: nil
         }
     }
 

@@ -60,7 +60,7 @@ public struct SyncPass: Sendable {
         defer {
             logger.debug("pass phases (\(scope.label)): \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
         }
-        try await runner.recoverRemote()
+        try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
         let base = try provider.state.allItems()

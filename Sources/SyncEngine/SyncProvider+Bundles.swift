@@ -67,16 +67,20 @@ extension SyncProvider {
             if let item {
                 for member in try state.bundleMembers(of: item) { previous[try member.relative] = member }
             }
-            if try await store.copy(path, to: scratch.building) {
-                reused = BundleManifest.relative(try await store.descendants(of: scratch.building), below: scratch.building)
-            }
         } else {
             if try await exists(path) {
                 throw ProviderError(.filenameCollision, "\(path) already exists on the server")
             }
         }
         do {
-            if reused.isEmpty { _ = try await store.makeFolder(at: scratch.building) }
+            // A failure from here on leaves the server as it was: the scratch collection
+            // goes, an old version set aside comes back (`restore`).
+            var copied = false
+            if base != nil, try await store.copy(path, to: scratch.building) {
+                copied = true
+                reused = BundleManifest.relative(try await store.descendants(of: scratch.building), below: scratch.building)
+            }
+            if !copied { _ = try await store.makeFolder(at: scratch.building) }
             try await fill(scratch.building, with: contents, reusing: reused, previous: previous, progress: progress)
             let built = try await bundleListing(at: scratch.building)
             try contents.unchanged()
@@ -92,7 +96,9 @@ extension SyncProvider {
             return try record(at: path, item: item, kind: .bundle, remote: entry, local: source, bundleMembers: members,
                               operation: operation)
         } catch {
-            try? await removeIfPresent(scratch.building)
+            // Best effort: when the server cannot be reached now, the journal entry keeps
+            // the token and the next pass does it (`cleanUpScratch`).
+            try? await cleanUpScratch(beside: path, token: scratchToken, base: base, host: nil)
             throw error
         }
     }
@@ -178,7 +184,7 @@ extension SyncProvider {
             try await putBack(scratch.aside, to: path)
             throw ProviderError(.versionMismatch, "\(path) changed on the server while it was replaced; it is kept")
         }
-        try? await removeIfPresent(scratch.aside)
+        try await removeIfPresent(scratch.aside)
     }
 
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
@@ -227,15 +233,22 @@ extension SyncProvider {
         }
     }
 
-    /// After a crash: puts a bundle version that was set aside for the write at `target`
-    /// back in place when nothing took its place, and removes what is left of the rest.
-    public func cleanUpScratch(beside target: RemotePath, token: String) async throws(ProviderError) {
+    /// After a failed or interrupted bundle write at `target` (based on `base`, nil for a
+    /// create): a version set aside goes back in place when nothing took its place; when our
+    /// new version took it, the one set aside is deleted only if it is `base` (the version
+    /// the write replaced) — a version another client wrote meanwhile is kept beside it
+    /// under a conflict-copy name for `host` instead. A half-built new version is removed.
+    public func cleanUpScratch(beside target: RemotePath, token: String, base: ETag?, host: String?) async throws(ProviderError) {
         let scratch = try BundleScratch(beside: target, token: token)
         if try await exists(scratch.aside) {
-            if try await exists(target) {
+            if try await !exists(target) {
+                try await putBack(scratch.aside, to: target)
+            } else if let base, try await bundleListing(at: scratch.aside).entry.etag?.sameValue(as: base) == true {
                 try await removeIfPresent(scratch.aside)
             } else {
-                try await putBack(scratch.aside, to: target)
+                let taken = Set(try await store.children(of: target.parent).map(\.path.name))
+                let name = ConflictName.make(for: target.name, date: clock.now(), host: host ?? "recovered", taken: taken)
+                _ = try await store.move(scratch.aside, to: try target.parent.appending(name), version: nil)
             }
         }
         try await removeIfPresent(scratch.building)

@@ -29,14 +29,14 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/A.app/Contents", withIntermediateDirectories: true)
         try Data("one".utf8).write(to: URL(fileURLWithPath: root + "/A.app/Contents/x"))
-        let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns)
-        func scan(_ name: String = "A.app") throws -> LocalBundle { try #require(LocalBundle.scan(at: root + "/" + name, path: p(name), exclude: exclude)) }
+        func scan(_ name: String = "A.app") throws -> LocalBundle { try #require(LocalBundle.scan(at: root + "/" + name, path: p(name))) }
         let first = try scan()
         #expect(first.members.map(\.relativePath) == ["Contents", "Contents/x"])
         #expect(first.stat.size == 3)
         #expect(try scan().stat == first.stat)
-        try Data("two".utf8).write(to: URL(fileURLWithPath: root + "/A.app/Contents/.x.swp"))
-        #expect(try scan().stat == first.stat, "an excluded name is not a member")
+        try Data("two".utf8).write(to: URL(fileURLWithPath: root + "/A.app/Contents/.tidesync-part-1"))
+        #expect(try scan().stat == first.stat, "tidesync's own temporaries are not members")
+        try FileManager.default.removeItem(atPath: root + "/A.app/Contents/.tidesync-part-1")
         #expect(rename(root + "/A.app", root + "/B.app") == 0)
         #expect(try scan("B.app").stat == first.stat, "renaming the bundle changes nothing inside")
         try Data("onf".utf8).write(to: URL(fileURLWithPath: root + "/B.app/Contents/x"))
@@ -53,6 +53,8 @@ import Glibc
         #expect(WatchEvent.folderAppeared(p("d/A.app/Contents")).mapped(by: rule) == [.changed(p("d/A.app"))])
         #expect(WatchEvent.changed(p("d/A.app")).mapped(by: rule) == [.changed(p("d/A.app"))])
         #expect(WatchEvent.changed(p("d/x")).mapped(by: rule) == [.changed(p("d/x"))])
+        #expect(WatchEvent.unwatched(p("d/A.app/Contents"), errno: 28).mapped(by: rule) == [.unwatched(p("d/A.app"), errno: 28)],
+                "still rescanned, as the bundle")
         #expect(WatchEvent.moved(from: p("A.app/tmp"), to: p("A.app/x"), isFolder: false).mapped(by: rule)
                 == [.changed(p("A.app")), .changed(p("A.app"))])
         #expect(WatchEvent.moved(from: p("A.app/x"), to: p("x"), isFolder: false).mapped(by: rule)

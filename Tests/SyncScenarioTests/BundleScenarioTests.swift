@@ -292,6 +292,37 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("an empty bundle, then edited: synced like any other", arguments: Remote.available)
+    func emptyBundle(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try FileManager.default.createDirectory(atPath: world.local("Empty.app"), withIntermediateDirectories: true)
+            try await world.sync()
+            #expect(try Self.row(world, "Empty.app")?.kind == .bundle)
+            try world.write("Empty.app/Contents/first.txt", "first")
+            try await world.sync()
+            #expect(SyncWorld.read(world.onServer("Empty.app/Contents/first.txt")) == "first")
+            try await world.expectAgreement()
+        }
+    }
+
+    @Test("names the exclude patterns cover are members of a bundle, both ways", arguments: Remote.available)
+    func excludedNamesInside(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("Doc.pages/Data/page.xml", "page")
+            try world.write("Doc.pages/Data/image.part", "a member called .part")
+            try await world.sync()
+            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
+            try world.writeOnServer("Doc.pages/Data/~$lock", "theirs")
+            try await world.sync()
+            #expect(SyncWorld.read(world.local("Doc.pages/Data/~$lock")) == "theirs")
+            try world.write("Doc.pages/Data/page.xml", "page v2")
+            try await world.sync()
+            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/~$lock")) == "theirs")
+            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
+            try await world.expectAgreement()
+        }
+    }
+
     static func names(_ manifest: [String: SyncWorld.Node]) -> Set<String> {
         Set(manifest.map { "\($0.key)=\($0.value)" })
     }

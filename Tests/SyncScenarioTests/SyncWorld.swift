@@ -91,7 +91,7 @@ final class SyncWorld: @unchecked Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TIDESYNC_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns)
         let provider = SyncProvider(store: store, state: database, bundles: bundles)
-        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot, bundles: bundles, exclude: exclude),
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot, bundles: bundles),
                                 transfers: transfers, logger: logger)
         return SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: exclude, bundles: bundles),
                         host: host, logger: logger)

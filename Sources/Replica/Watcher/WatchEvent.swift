@@ -30,8 +30,11 @@ extension WatchEvent {
     /// and is looked at as one item.
     public func mapped(by rule: BundleRule) -> [WatchEvent] {
         switch self {
-        case .changed(let path), .removed(let path), .folderAppeared(let path), .unwatched(let path, _):
+        case .changed(let path), .removed(let path), .folderAppeared(let path):
             return rule.enclosingBundle(of: path).map { [.changed($0)] } ?? [self]
+        case .unwatched(let path, let code):
+            // Still rescanned periodically (and warned about), as the whole bundle.
+            return rule.enclosingBundle(of: path).map { [.unwatched($0, errno: code)] } ?? [self]
         case .moved(let from, let to, let isFolder):
             let (fromBundle, toBundle) = (rule.enclosingBundle(of: from), rule.enclosingBundle(of: to))
             if fromBundle == nil && toBundle == nil { return [self] }

@@ -1,0 +1,156 @@
+import Foundation
+import LocalStore
+import Replica
+import StateDatabase
+import Synchronization
+import SyncEngine
+import Testing
+
+/// A store that works for `writes` write requests and then, like a server that went away
+/// or a daemon killed at that moment, fails every request.
+final class CrashingStore: RemoteStore {
+    let inner: any RemoteStore
+    let writes: Int
+    private let count = Mutex(0)
+
+    init(_ inner: any RemoteStore, writes: Int) {
+        self.inner = inner
+        self.writes = writes
+    }
+
+    var crashed: Bool { count.withLock { $0 >= writes } }
+
+    private func read() throws(ProviderError) {
+        if crashed { throw ProviderError(.serverUnreachable, "crashed") }
+    }
+
+    private func write() throws(ProviderError) {
+        let go = count.withLock { n -> Bool in
+            defer { n += 1 }
+            return n < writes
+        }
+        if !go { throw ProviderError(.serverUnreachable, "crashed") }
+    }
+
+    func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry { try read(); return try await inner.entry(at: path) }
+    func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] { try read(); return try await inner.children(of: path) }
+    func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] { try read(); return try await inner.descendants(of: path) }
+    func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
+                  progress: TransferProgress?) async throws(ProviderError) -> ETag? {
+        try read()
+        return try await inner.download(path, range: range, version: version, to: destination, progress: progress)
+    }
+    func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
+                progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
+        try write()
+        return try await inner.upload(from: source, to: path, condition: condition, progress: progress)
+    }
+    func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry { try write(); return try await inner.makeFolder(at: path) }
+    func makeSymlink(at path: RemotePath, target: String, condition: WriteCondition) async throws(ProviderError) -> RemoteEntry {
+        try write()
+        return try await inner.makeSymlink(at: path, target: target, condition: condition)
+    }
+    func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        try write()
+        return try await inner.move(source, to: destination, version: version)
+    }
+    func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) { try write(); try await inner.delete(path, version: version) }
+    func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
+        try write()
+        return try await inner.copy(source, to: destination)
+    }
+}
+
+/// A bundle write cut off after every possible number of requests, then cleaned up as a
+/// restart does: the server holds the old bundle or the new one, whole, and no scratch.
+@Suite("Bundle writes cut off at every step")
+struct BundleFailureTests {
+    func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
+
+    static func scratchNames(_ world: SyncWorld) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: world.remoteDisk)) ?? []).filter { $0.hasPrefix(".tidesync-") && $0 != ".tidesync-store.lock" }
+    }
+
+    @Test("replacing a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.available)
+    func replacement(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try BundleScenarioTests.makeBundle(world, "Cut.app", files: 9)
+            try await world.sync()
+            let old = BundleScenarioTests.serverManifest(world, "Cut.app")
+            let record = try #require(try BundleScenarioTests.row(world, "Cut.app"))
+            try world.write("Cut.app/Contents/member-0.txt", "new 0")
+            try world.write("Cut.app/Contents/added.txt", "added")
+            #expect(unlink(world.local("Cut.app/Contents/member-3.txt")) == 0)
+            let bundle = try #require(LocalBundle.scan(at: world.local("Cut.app"), path: p("Cut.app")))
+            let members = try bundle.manifest(root: world.local("Cut.app"), previous: try world.database.bundleMembers(of: record.id))
+            var outcomes: [String] = []
+            for writes in 0..<40 {
+                let token = UUID().uuidString
+                let crashing = SyncProvider(store: CrashingStore(world.store, writes: writes), state: world.database)
+                var finished = false
+                do {
+                    try await crashing.uploadBundle(BundleContents(directory: URL(fileURLWithPath: world.local("Cut.app")), members: members),
+                                                    to: p("Cut.app"), condition: .mustMatch(record.remoteETag!), source: bundle.stat,
+                                                    item: record.id, scratchToken: token, operation: nil)
+                    finished = true
+                } catch {}
+                // The restart.
+                try await world.provider.cleanUpScratch(beside: p("Cut.app"), token: token, base: record.remoteETag, host: "testhost")
+                let now = BundleScenarioTests.serverManifest(world, "Cut.app")
+                let state = now == old ? "old" : now.isEmpty ? "NONE" : now["Contents/added.txt"] == .file("added") && now["Contents/member-3.txt"] == nil ? "new" : "MIX"
+                outcomes.append("\(writes):\(state)")
+                #expect(state == "old" || state == "new", "cut after \(writes) requests: the server holds \(state)")
+                #expect(Self.scratchNames(world).isEmpty, "cut after \(writes) requests: scratch left: \(Self.scratchNames(world))")
+                if finished || state == "new" { break }
+            }
+            #expect(outcomes.last?.hasSuffix(":new") == true, "\(outcomes)")
+            print("bundle replacement cut off (\(remote)): \(outcomes.joined(separator: " "))")
+        }
+    }
+
+    @Test("deleting a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.available)
+    func deletion(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try BundleScenarioTests.makeBundle(world, "Gone.app", files: 6)
+            try await world.sync()
+            let old = BundleScenarioTests.serverManifest(world, "Gone.app")
+            let record = try #require(try BundleScenarioTests.row(world, "Gone.app"))
+            for writes in 0..<5 {
+                let token = UUID().uuidString
+                let crashing = SyncProvider(store: CrashingStore(world.store, writes: writes), state: world.database)
+                var finished = false
+                do {
+                    try await crashing.deleteRemote(p("Gone.app"), version: record.remoteETag, item: record.id, scratchToken: token, operation: nil)
+                    finished = true
+                } catch {}
+                try await world.provider.cleanUpScratch(beside: p("Gone.app"), token: token, base: record.remoteETag, host: "testhost")
+                let now = BundleScenarioTests.serverManifest(world, "Gone.app")
+                #expect(now == old || now.isEmpty, "cut after \(writes) requests: a part of the bundle is left")
+                #expect(Self.scratchNames(world).isEmpty, "cut after \(writes) requests: scratch left")
+                if finished { #expect(now.isEmpty); break }
+            }
+        }
+    }
+
+    @Test("another client's version set aside when we crashed is kept, never deleted", arguments: Remote.available)
+    func othersVersionAside(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try BundleScenarioTests.makeBundle(world, "Race.app", files: 3)
+            try await world.sync()
+            let record = try #require(try BundleScenarioTests.row(world, "Race.app"))
+            // As if: another client changed the bundle, we set it aside, moved ours in and crashed.
+            let token = "T1"
+            let scratch = try BundleScratch(beside: p("Race.app"), token: token)
+            try world.writeOnServer("Race.app/Contents/member-0.txt", "theirs")
+            _ = try await world.store.move(p("Race.app"), to: scratch.aside, version: nil)
+            try world.makeServerFolder("Race.app/Contents")
+            try world.writeOnServer("Race.app/Contents/member-0.txt", "ours")
+            try await world.provider.cleanUpScratch(beside: p("Race.app"), token: token, base: record.remoteETag, host: "testhost")
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).filter { $0.hasPrefix("Race") }
+            #expect(names.count == 2, "\(names)")
+            let copy = try #require(names.first { $0 != "Race.app" })
+            #expect(SyncWorld.read(world.onServer("\(copy)/Contents/member-0.txt")) == "theirs")
+            #expect(Self.scratchNames(world).isEmpty)
+        }
+    }
+}
