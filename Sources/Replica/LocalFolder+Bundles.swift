@@ -58,6 +58,17 @@ extension LocalFolder {
         return installed
     }
 
+    /// True when some process holds a file of the bundle at `path` open for writing (see
+    /// `isOpenForWriting`): the bundle is not read until it is closed.
+    public func bundleHasWriter(_ path: RemotePath) -> Bool {
+        guard let bundle = bundle(at: path) else { return false }
+        return bundle.members.contains { member in
+            guard member.kind == .file, let relative = try? RemotePath(string: member.relativePath),
+                  let memberPath = try? RemotePath(path.components + relative.components) else { return false }
+            return isOpenForWriting(memberPath)
+        }
+    }
+
     /// Removes the tree at `path`: renamed away first (one step for anyone looking), then
     /// deleted.
     func removeTree(_ path: RemotePath) throws(ProviderError) {

@@ -134,13 +134,14 @@ extension SyncPass {
         }
     }
 
-    /// Puts what was seen at `path` into `observed` — unless it is a changed file a writer
-    /// still holds: that is not read now, keeps its recorded state (or, moved, its
+    /// Puts what was seen at `path` into `observed` — unless it is a changed file (or a
+    /// changed bundle with a member) a writer still holds: that is not read now, keeps its recorded state (or, moved, its
     /// recorded contents at its new place) and is handed back to be looked at later.
     /// An `overdue` file (changing or held for the whole cap) is taken as it is.
     func admit(_ observation: LocalObservation, at path: RemotePath, recorded: [RemotePath: ItemRecord],
                byInode: [UInt64: ItemRecord], overdue: Bool, into observed: inout Observed) {
-        guard observation.kind == .file, recorded[path]?.local != observation.stat, runner.folder.isOpenForWriting(path) else {
+        guard observation.kind == .file || observation.kind == .bundle, recorded[path]?.local != observation.stat,
+              observation.kind == .file ? runner.folder.isOpenForWriting(path) : runner.folder.bundleHasWriter(path) else {
             observed.local[path] = observation
             return
         }
@@ -150,8 +151,8 @@ extension SyncPass {
             return
         }
         observed.heldBack[path] = false
-        if let earlier = byInode[observation.stat.inode] ?? recorded[path], let stat = earlier.local, earlier.kind == .file {
-            observed.local[path] = LocalObservation(kind: .file, size: stat.size, stat: stat)
+        if let earlier = byInode[observation.stat.inode] ?? recorded[path], let stat = earlier.local, earlier.kind == observation.kind {
+            observed.local[path] = LocalObservation(kind: earlier.kind, size: stat.size, stat: stat)
         }
     }
 

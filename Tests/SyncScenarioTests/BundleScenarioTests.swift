@@ -323,6 +323,27 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("a bundle with a member still open for writing is not uploaded half-written", arguments: Remote.available)
+    func openMember(_ remote: Remote) async throws {
+        try await withLiveWorld(remote) { world, run in
+            try world.write("Movie.bundle/Info.txt", "info")
+            try await eventually("the bundle uploaded") { world.serverText("Movie.bundle/Info.txt") == "info" }
+            try await run.quiesce()
+            let fd = open(world.local("Movie.bundle/render.out"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            #expect(fd >= 0)
+            let first = Array("frame 1\n".utf8)
+            #expect(write(fd, first, first.count) == first.count)
+            try await Task.sleep(for: .milliseconds(1500))  // five quiet periods
+            #expect(world.serverText("Movie.bundle/render.out") == nil, "a new version went up while a member was being written")
+            let rest = Array("frame 2\n".utf8)
+            #expect(write(fd, rest, rest.count) == rest.count)
+            close(fd)
+            try await eventually("the whole bundle uploaded") { world.serverText("Movie.bundle/render.out") == "frame 1\nframe 2\n" }
+            try await run.quiesce()
+            try await world.expectAgreement()
+        }
+    }
+
     static func names(_ manifest: [String: SyncWorld.Node]) -> Set<String> {
         Set(manifest.map { "\($0.key)=\($0.value)" })
     }
