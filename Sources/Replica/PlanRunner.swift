@@ -19,6 +19,9 @@ public struct RunReport: Sendable {
     public var skipped = 0
     /// Set when a failure parks the whole domain (server unreachable, auth, quota, disk full).
     public var parked: ProviderError?
+    /// Steps whose guard found the other side changed (a conflict, a taken name, a rejected
+    /// delete): not errors, but the next plan must look at both sides again to keep both.
+    public var resolved = 0
     /// Conflict copies made: (original, copy).
     public var conflicts: [(original: RemotePath, copy: RemotePath)] = []
     /// True when every one of `steps` steps succeeded: both sides agree by construction, so
@@ -184,7 +187,7 @@ public final class PlanRunner: Sendable {
                                                    progress: progress)
                             return (index, nil)
                         } catch {
-                            return (index, error)
+                            return (index, self.explained(error, of: step))
                         }
                     }
                     running += 1
@@ -216,6 +219,14 @@ public final class PlanRunner: Sendable {
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
         try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
         return report
+    }
+
+    /// An upload that failed because its file was written while it was sent is not an
+    /// error to back off from (a save during the upload): the next plan sends the new version.
+    func explained(_ error: ProviderError, of step: SyncAction) -> ProviderError {
+        guard error.code == .cannotSynchronize, case .upload(let path, _, let source, _) = step,
+              folder.entry(at: path)?.stat != source else { return error }
+        return changedSincePlan(path)
     }
 
     /// Passes a transfer's progress on to the observer as step `index`'s.
@@ -250,6 +261,7 @@ public final class PlanRunner: Sendable {
             logger.warning("\(step.stepName) \(step.path): \(error.message)")
             if let operation { changes.append(.completeOperation(operation)) }
         case .resolve:
+            report.resolved += 1
             logger.info("\(step.stepName) \(step.path): \(error.message)")
             if let operation { changes.append(.completeOperation(operation)) }
         case .retry, .skipItem:
