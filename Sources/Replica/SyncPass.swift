@@ -83,6 +83,9 @@ public struct SyncPass: Sendable {
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
+        if scope.walksRemote {
+            remote = await separateNormalisationClashes(remote, local: observed.local, recorded: recorded)
+        }
         let excludedRecords = recorded.filter { !$0.key.isRoot && scanner.exclude.excludes($0.key) }
         let covered = Set(excludedRecords.map(\.value.id))
         let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
