@@ -221,12 +221,21 @@ public final class PlanRunner: Sendable {
         return report
     }
 
-    /// An upload that failed because its file was written while it was sent is not an
-    /// error to back off from (a save during the upload): the next plan sends the new version.
+    /// A step that failed because the user changed the sync folder under it is not an
+    /// error to back off from: an upload whose file was written while it was sent (a save
+    /// during the upload), a download whose folder was moved or deleted meanwhile. The
+    /// next plan, made at once, decides again from what is there now.
     func explained(_ error: ProviderError, of step: SyncAction) -> ProviderError {
-        guard error.code == .cannotSynchronize, case .upload(let path, _, let source, _) = step,
-              folder.entry(at: path)?.stat != source else { return error }
-        return changedSincePlan(path)
+        guard error.code == .cannotSynchronize else { return error }
+        switch step {
+        case .upload(let path, _, let source, _) where folder.entry(at: path)?.stat != source:
+            return changedSincePlan(path)
+        case .download(let path, _, _, _), .compareContents(let path, _, _, _, _), .createLocalSymlink(let path, _, _, _):
+            guard !path.parent.isRoot, folder.entry(at: path.parent)?.kind != .folder else { return error }
+            return changedSincePlan(path)
+        default:
+            return error
+        }
     }
 
     /// Passes a transfer's progress on to the observer as step `index`'s.

@@ -388,3 +388,24 @@ extension SyncWorld {
         return now.sameValue(as: recorded)
     }
 }
+
+/// Steps the user overtook: the sync folder changed under a running step. Found by the
+/// two-client test, where a download into a folder the user had just moved backed off
+/// for 10 s, then 20, 40… and the clients took minutes to agree.
+@Suite("Steps the user overtook")
+struct OvertakenStepTests {
+    @Test("a download into a folder moved or deleted here meanwhile is decided again at once, not backed off", arguments: Remote.available)
+    func downloadIntoGoneFolder(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.writeOnServer("d/f.txt", "theirs")
+            let path = try RemotePath(string: "d/f.txt")
+            let report = try await world.pass.runner.run([.download(path, version: nil, replacing: nil, item: nil)],
+                                                         context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            #expect(report.failed.isEmpty, "backed off: \(report.failed.map(\.error))")
+            #expect(report.resolved == 1)
+            #expect(try world.database.pendingOperations().isEmpty, "nothing left to back off from")
+            try await world.sync()
+            #expect(SyncWorld.read(world.local("d/f.txt")) == "theirs")
+        }
+    }
+}

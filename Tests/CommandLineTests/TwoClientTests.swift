@@ -1,0 +1,450 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two real `tidesync run` daemons, two sync folders and two state DBs against one
+/// collection of the private Apache, and a seeded random workload (edits, creates, renames,
+/// deletes, folder moves and folder deletes) applied to both folders while both run. After
+/// quiescence both folders equal the server, and no version a client wrote is lost: every
+/// content a client wrote is still a file somewhere unless some client, having it in front
+/// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
+///
+/// Seeds: `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated), default five fixed ones; ops per
+/// client per seed: `TIDESYNC_TWO_CLIENT_OPS` (default 40). Every failure message names the
+/// seed, so a run can be replayed with `TIDESYNC_TWO_CLIENT_SEEDS=<seed>`.
+@Suite("two clients against one server", .serialized,
+       .enabled(if: Binary.available && TwoClientSettings.apacheConfigured,
+                "set TIDESYNC_TEST_BINARY and start the private Apache (packaging/test.sh does both)"))
+struct TwoClientTests {
+    @Test("a seeded random workload on two clients loses no version and converges", arguments: TwoClientSettings.seeds)
+    func randomWorkload(_ seed: UInt64) async throws {
+        try await TwoClientSettings.run(seed)
+    }
+}
+
+/// The test's settings from the environment, and the test itself.
+enum TwoClientSettings {
+    static var apacheConfigured: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
+
+    static var seeds: [UInt64] {
+        let text = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? "7,1207,90210,4242,31337"
+        return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    static var operations: Int {
+        ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_OPS"].flatMap { Int($0) } ?? 40
+    }
+
+    static func run(_ seed: UInt64) async throws {
+        let world = try TwoClientWorld(seed: seed)
+        defer { world.cleanUp() }
+        try world.start()
+        // A starting tree, made on A and brought to B.
+        var workload = Workload(seed: seed)
+        try workload.seed(world.clients[0])
+        try await world.waitForAgreement(what: "the starting tree")
+        let started = ContinuousClock.now
+        for _ in 0..<(Self.operations * 2) {
+            let client = workload.random.next(2)
+            try workload.step(world.clients[client])
+            try await Task.sleep(for: .milliseconds(workload.random.next(120)))
+        }
+        let applied = ContinuousClock.now - started
+        try await world.waitForAgreement(what: "quiescence after \(Self.operations * 2) operations")
+        let remote = world.remoteTree()
+        let present = Set(remote.values)
+        let lost = workload.live.subtracting(present)
+        for version in lost.sorted() {
+            Issue.record("seed \(seed): the version \"\(version)\" was lost; history: \(workload.history(of: version))")
+        }
+        // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
+        for (path, text) in remote.sorted(by: { $0.key < $1.key }) where text != "<folder>" && !workload.written.contains(text) {
+            Issue.record("seed \(seed): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+        }
+        // Identical bytes are not a conflict, and a version its own client replaced
+        // does not come back as a conflict copy.
+        for (path, text) in remote where path.contains(" (conflicted copy ") {
+            let original = TwoClientWorld.original(of: path)
+            #expect(remote[original] != text, "seed \(seed): \(path) holds the same bytes as \(original)")
+            #expect(workload.live.contains(text),
+                    "seed \(seed): the conflict copy \(path) holds a replaced version: \(workload.history(of: text)); the original holds \(remote[original].map { workload.history(of: $0) } ?? [])")
+        }
+        if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { print(workload.log.joined(separator: "\n")) }
+        #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
+        print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(world.conflictCopies(remote)) conflict copies")
+        if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
+        try await world.stop()
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64), so a seed replays the same workload.
+struct SeededRandom {
+    var state: UInt64
+    init(_ seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// A number in 0..<bound.
+    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
+    mutating func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[next(items.count)] }
+}
+
+/// One client: its name, sync folder and daemon.
+final class TwoClientPeer: @unchecked Sendable {
+    let name: String
+    let home: String
+    var local: String { home + "/Cloud" }
+    var process: Process?
+
+    init(name: String, home: String) {
+        self.name = name
+        self.home = home
+    }
+}
+
+/// The two clients and their shared Apache collection.
+final class TwoClientWorld: @unchecked Sendable {
+    let seed: UInt64
+    let clients: [TwoClientPeer]
+    let remoteDisk: String
+    let url: String
+
+    init(seed: UInt64) throws {
+        self.seed = seed
+        guard let (url, disk) = try DaemonFixture.sharedApacheCollection() else {
+            throw TwoClientError("seed \(seed): the private Apache is not running")
+        }
+        (self.url, remoteDisk) = (url, disk)
+        let base = "/tmp/tidesync-2c-" + UUID().uuidString.prefix(8)
+        clients = ["A", "B"].map { TwoClientPeer(name: $0, home: base + "-" + $0) }
+        let env = ProcessInfo.processInfo.environment
+        for client in clients {
+            try FileManager.default.createDirectory(atPath: client.local, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: client.home + "/.config/tidesync", withIntermediateDirectories: true)
+            let config = """
+                log_level = "info"
+                socket = "\(client.home)/run/tidesync.sock"
+                [[domain]]
+                name = "two"
+                local = "~/Cloud"
+                remote = "\(url)"
+                username = "\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")"
+                poll_interval = "1s"
+                debounce = "200ms"
+
+                """
+            try Data(config.utf8).write(to: URL(fileURLWithPath: client.home + "/.config/tidesync/config.toml"))
+        }
+    }
+
+    func start() throws {
+        let env = ProcessInfo.processInfo.environment
+        for client in clients {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Binary.path!)
+            process.arguments = ["run"]
+            process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                   "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
+                                   "TIDESYNC_PASSWORD_TWO": env["TIDESYNC_TEST_DAV_PASSWORD"] ?? ""]
+            _ = FileManager.default.createFile(atPath: client.home + "/daemon.log", contents: nil)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle(forWritingAtPath: client.home + "/daemon.log")
+            try process.run()
+            client.process = process
+        }
+    }
+
+    /// SIGTERM to both daemons; waits (without blocking a thread) until they exit.
+    func stop() async throws {
+        for client in clients { if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGTERM) } }
+        let end = ContinuousClock.now + .seconds(20)
+        while clients.contains(where: { $0.process?.isRunning == true }), ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        for client in clients where client.process?.isRunning == true {
+            Issue.record("seed \(seed): client \(client.name)'s daemon did not stop on SIGTERM")
+        }
+    }
+
+    func cleanUp() {
+        for client in clients {
+            if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: client.home)
+        }
+        try? FileManager.default.removeItem(atPath: remoteDisk)
+    }
+
+    /// Waits until both folders equal the server and nothing changed for 3 s.
+    func waitForAgreement(what: String, timeout: Duration = .seconds(120)) async throws {
+        let end = ContinuousClock.now + timeout
+        var last: [String: String]?
+        var stableSince = ContinuousClock.now
+        while ContinuousClock.now < end {
+            let remote = remoteTree()
+            let agree = clients.allSatisfy { TwoClientWorld.tree($0.local) == remote }
+            if agree, remote == last {
+                if ContinuousClock.now - stableSince >= .seconds(3) { return }
+            } else {
+                stableSince = ContinuousClock.now
+            }
+            last = agree ? remote : nil
+            for client in clients where client.process?.isRunning != true {
+                Issue.record("seed \(seed): client \(client.name)'s daemon exited")
+                dumpLogs()
+                throw TwoClientError("seed \(seed): a daemon exited")
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let remote = remoteTree()
+        for client in clients {
+            let local = TwoClientWorld.tree(client.local)
+            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(12)
+            for key in keys {
+                Issue.record("seed \(seed): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
+            }
+        }
+        dumpLogs()
+        throw TwoClientError("seed \(seed): no agreement (\(what)) within \(timeout)")
+    }
+
+    /// Files by path (names as bytes in hex where not plain) → contents; Apache's own
+    /// `.DAV` folders left out.
+    func remoteTree() -> [String: String] {
+        TwoClientWorld.tree(remoteDisk).filter { !$0.key.split(separator: "/").contains(".DAV") }
+    }
+
+    /// The files below `root` (folders are implied; empty folders as "<folder>").
+    static func tree(_ root: String) -> [String: String] {
+        var result: [String: String] = [:]
+        var pending = [""]
+        while let folder = pending.popLast() {
+            let absolute = folder.isEmpty ? root : root + "/" + folder
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
+            if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" }
+            for name in names where name != ".tidesync-store.lock" {
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                var st = stat()
+                guard lstat(absolute + "/" + name, &st) == 0 else { continue }
+                if st.st_mode & S_IFMT == S_IFDIR {
+                    if name != ".DAV" { pending.append(relative) }
+                } else {
+                    result[relative] = (try? String(contentsOfFile: absolute + "/" + name, encoding: .utf8)) ?? "<unreadable>"
+                }
+            }
+        }
+        return result
+    }
+
+    /// The path a conflict copy was made of.
+    static func original(of copy: String) -> String {
+        let folder = (copy as NSString).deletingLastPathComponent
+        let name = (copy as NSString).lastPathComponent
+        guard let open = name.range(of: " (conflicted copy "), let close = name[open.upperBound...].firstIndex(of: ")") else { return copy }
+        let base = String(name[..<open.lowerBound]) + String(name[name.index(after: close)...])
+        return folder.isEmpty ? base : folder + "/" + base
+    }
+
+    func conflictCopies(_ tree: [String: String]) -> Int {
+        tree.keys.filter { $0.contains(" (conflicted copy ") }.count
+    }
+
+    /// Prints the tail of both daemons' logs (a failure's context).
+    func dumpLogs() {
+        for client in clients {
+            let log = (try? String(contentsOfFile: client.home + "/daemon.log", encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"].flatMap { Int($0) } ?? 60).joined(separator: "\n")
+            print("--- seed \(seed): client \(client.name)'s daemon log (last 60 lines) ---\n\(tail)")
+        }
+    }
+}
+
+struct TwoClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The random operations and what they did to versions. A version is a unique content
+/// string; it is *live* from its write until a client that had it in front of it
+/// overwrote or deleted it.
+struct Workload {
+    let seed: UInt64
+    var random: SeededRandom
+    var counter = 0
+    private(set) var live: Set<String> = []
+    /// Every version any client wrote.
+    private(set) var written: Set<String> = []
+    private(set) var log: [String] = []
+    private var events: [String: [String]] = [:]
+
+    init(seed: UInt64) {
+        self.seed = seed
+        random = SeededRandom(seed)
+    }
+
+    func history(of version: String) -> [String] { events[version] ?? [] }
+
+    mutating func content(_ client: TwoClientPeer) -> String {
+        counter += 1
+        // Unique, and of varied sizes (some equal, so same-size edits are compared).
+        let padding = String(repeating: "~", count: random.next(4) * 8)
+        return "seed \(seed) client \(client.name) op \(counter)\(padding)\n"
+    }
+
+    /// A few folders and files on the first client.
+    mutating func seed(_ client: TwoClientPeer) throws {
+        for folder in ["docs", "docs/old", "photos", "music"] {
+            try FileManager.default.createDirectory(atPath: client.local + "/" + folder, withIntermediateDirectories: true)
+        }
+        for (index, folder) in ["", "docs", "docs/old", "photos", "music", "docs", "photos", ""].enumerated() {
+            try create(client, in: folder, name: "start\(index).txt")
+        }
+    }
+
+    /// One random operation on `client`'s folder as it is now.
+    mutating func step(_ client: TwoClientPeer) throws {
+        let files = Self.list(client.local, folders: false)
+        let folders = Self.list(client.local, folders: true)
+        switch random.next(100) {
+        case 0..<35:
+            // Half the edits go to a few hot files, so both clients often edit one file at once.
+            let hot = random.next(2) == 0 ? Array(files.prefix(3)) : files
+            if let file = random.pick(hot) { try edit(client, file) } else { try create(client, in: "", name: nil) }
+        case 35..<60:
+            try create(client, in: random.pick(folders + [""]) ?? "", name: nil)
+        case 60..<75:
+            if let file = random.pick(files) {
+                counter += 1
+                let target = (random.pick(folders + [""]) ?? "")
+                let to = (target.isEmpty ? "" : target + "/") + "mv-\(client.name)\(counter).txt"
+                if rename(client.local + "/" + file, client.local + "/" + to) == 0 { note("\(client.name) renamed \(file) to \(to)") }
+            }
+        case 75..<85:
+            if let file = random.pick(files) { try remove(client, file) }
+        case 85..<93:
+            if let folder = random.pick(folders) {
+                counter += 1
+                let others = folders.filter { $0 != folder && !$0.hasPrefix(folder + "/") }
+                let into = random.next(2) == 0 ? "" : (random.pick(others) ?? "")
+                let to = (into.isEmpty ? "" : into + "/") + "dir-\(client.name)\(counter)"
+                if rename(client.local + "/" + folder, client.local + "/" + to) == 0 { note("\(client.name) moved the folder \(folder) to \(to)") }
+            }
+        case 93..<97:
+            counter += 1
+            let parent = random.pick(folders + [""]) ?? ""
+            let path = (parent.isEmpty ? "" : parent + "/") + "new-\(client.name)\(counter)"
+            try FileManager.default.createDirectory(atPath: client.local + "/" + path, withIntermediateDirectories: true)
+            note("\(client.name) made the folder \(path)")
+        default:
+            if let folder = random.pick(folders) { try removeFolder(client, folder) }
+        }
+    }
+
+    mutating func note(_ text: String) { log.append(text) }
+
+    mutating func create(_ client: TwoClientPeer, in folder: String, name: String?) throws {
+        let text = content(client)
+        let file = (folder.isEmpty ? "" : folder + "/") + (name ?? "new-\(client.name)\(counter).txt")
+        let fd = open(client.local + "/" + file, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        guard fd >= 0 else { return }  // the folder went away meanwhile
+        defer { close(fd) }
+        guard Self.write(fd, text) else { return }
+        live.insert(text)
+        written.insert(text)
+        events[text, default: []].append("\(client.name) created \(file)")
+        note("\(client.name) created \(file)")
+    }
+
+    /// Overwrites a file with a new version, after reading what it held through the same
+    /// descriptor: that version was seen, so it may go.
+    mutating func edit(_ client: TwoClientPeer, _ file: String) throws {
+        let path = client.local + "/" + file
+        let fd = open(path, O_RDWR)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let old = Self.read(fd)
+        let text = content(client)
+        guard ftruncate(fd, 0) == 0, Self.write(fd, text, at: 0) else { return }
+        guard Self.sameFile(fd, path) else { return }  // replaced meanwhile: our write went nowhere
+        if let old { retire(old, by: "\(client.name) overwrote \(file)") }
+        live.insert(text)
+        written.insert(text)
+        events[text, default: []].append("\(client.name) wrote \(file)")
+        note("\(client.name) edited \(file)")
+    }
+
+    mutating func remove(_ client: TwoClientPeer, _ file: String) throws {
+        let path = client.local + "/" + file
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let old = Self.read(fd)
+        guard Self.sameFile(fd, path), unlink(path) == 0 else { return }
+        if let old { retire(old, by: "\(client.name) deleted \(file)") }
+        note("\(client.name) deleted \(file)")
+    }
+
+    /// Deletes the files it sees in the folder one by one, then the folders that are
+    /// empty: what arrives meanwhile is not deleted unseen.
+    mutating func removeFolder(_ client: TwoClientPeer, _ folder: String) throws {
+        let files = Self.list(client.local + "/" + folder, folders: false)
+        for file in files { try remove(client, folder + "/" + file) }
+        let folders = Self.list(client.local + "/" + folder, folders: true).sorted { $0.count > $1.count }
+        for inner in folders { rmdir(client.local + "/" + folder + "/" + inner) }
+        if rmdir(client.local + "/" + folder) == 0 { note("\(client.name) deleted the folder \(folder)") }
+    }
+
+    mutating func retire(_ version: String, by what: String) {
+        if live.remove(version) != nil { events[version, default: []].append(what) }
+    }
+
+    /// Relative paths of the files (or folders) below `root`, leaving out tidesync's own.
+    static func list(_ root: String, folders: Bool) -> [String] {
+        var result: [String] = []
+        var pending = [""]
+        while let folder = pending.popLast() {
+            let absolute = folder.isEmpty ? root : root + "/" + folder
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? []).sorted()
+            where !name.hasPrefix(".") {
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                var st = stat()
+                guard lstat(absolute + "/" + name, &st) == 0 else { continue }
+                let isFolder = st.st_mode & S_IFMT == S_IFDIR
+                if isFolder { pending.append(relative) }
+                if isFolder == folders { result.append(relative) }
+            }
+        }
+        return result.sorted()
+    }
+
+    static func read(_ fd: Int32) -> String? {
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var offset: off_t = 0
+        while true {
+            let count = pread(fd, &buffer, buffer.count, offset)
+            if count < 0 { return nil }
+            if count == 0 { break }
+            data += buffer.prefix(count)
+            offset += off_t(count)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func write(_ fd: Int32, _ text: String, at offset: off_t = 0) -> Bool {
+        let bytes = Array(text.utf8)
+        return pwrite(fd, bytes, bytes.count, offset) == bytes.count
+    }
+
+    /// True when `path` still names the file open as `fd`.
+    static func sameFile(_ fd: Int32, _ path: String) -> Bool {
+        var open = stat(), named = stat()
+        return fstat(fd, &open) == 0 && lstat(path, &named) == 0 && open.st_ino == named.st_ino
+    }
+}
