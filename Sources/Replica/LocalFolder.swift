@@ -196,6 +196,28 @@ public struct LocalFolder: Sendable {
         return true
     }
 
+    /// The checksum of the file at `path`, which must have `expected` before and after it
+    /// is read (`versionMismatch` otherwise).
+    public func checksum(_ path: RemotePath, expected: LocalStat,
+                         algorithm: ContentChecksum.Algorithm) throws(ProviderError) -> String {
+        try require(path, holds: expected, kind: .file)
+        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+        defer { close(fd) }
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        var digest = ContentDigest(algorithm)
+        while true {
+            let count = readFully(fd, buffer, size)
+            guard count >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+            if count == 0 { break }
+            digest.update(UnsafeRawBufferPointer(start: buffer, count: count))
+        }
+        try require(path, holds: expected, kind: .file)
+        return digest.hex()
+    }
+
     // MARK: Building blocks
 
     /// Throws `versionMismatch` unless the item at `path` is of `kind` and has `expected`

@@ -174,15 +174,23 @@ extension PlanRunner {
     private func compare(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
                          ifDifferent: [SyncAction], operation: Int64?, temporary: URL,
                          context: Context, progress: TransferProgress?) async throws(ProviderError) {
-        let etag = try await provider.download(path, version: remote, into: temporary, progress: progress)
         let equal: Bool
-        do {
-            equal = try folder.contentsEqual(path, expected: local, other: temporary)
-        } catch {
+        var etag: ETag?
+        if let listed = context.remote[path], listed.etag.map({ e in remote.map(e.sameValue(as:)) ?? false }) ?? false,
+           let offered = listed.checksums.flatMap({ ContentChecksum.parse($0).first }) {
+            // The server's checksum of the version the plan saw: no download needed.
+            equal = try folder.checksum(path, expected: local, algorithm: offered.algorithm) == offered.hex
+            etag = remote
+        } else {
+            etag = try await provider.download(path, version: remote, into: temporary, progress: progress)
+            do {
+                equal = try folder.contentsEqual(path, expected: local, other: temporary)
+            } catch {
+                removeTemporary(temporary.path)
+                throw error
+            }
             removeTemporary(temporary.path)
-            throw error
         }
-        removeTemporary(temporary.path)
         if equal {
             var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: local.size, etag: etag)
             entry.etag = etag ?? entry.etag
