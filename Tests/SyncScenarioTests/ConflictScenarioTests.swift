@@ -408,4 +408,31 @@ struct OvertakenStepTests {
             #expect(SyncWorld.read(world.local("d/f.txt")) == "theirs")
         }
     }
+
+    @Test("a file written twice within one timestamp tick is uploaded as it ends up: its stat cannot tell the two apart", arguments: Remote.available)
+    func rewriteWithinOneTick(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            let path = try RemotePath(string: "a.txt")
+            try world.write("a.txt", "version 1")
+            // A modification time a little ahead stands for "the tick the plan was made in".
+            let tick = timespec(tv_sec: time(nil), tv_nsec: 0)
+            let ahead = [timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000), timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000)]
+            #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)
+            let stat = try #require(LocalScanner.entry(at: world.local("a.txt"), path: path)?.stat)
+            let runner = world.pass.runner
+            let upload = Task {
+                try await runner.run([.upload(path, condition: .mustNotExist, source: stat, item: nil)],
+                                     context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            }
+            try await Task.sleep(for: .milliseconds(30))
+            // The second write of that tick: same inode, same size, same modification time.
+            let fd = open(world.local("a.txt"), O_WRONLY)
+            #expect(pwrite(fd, "version 2", 9, 0) == 9)
+            close(fd)
+            #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)
+            #expect(LocalScanner.entry(at: world.local("a.txt"), path: path)?.stat == stat, "the test's premise")
+            _ = try await upload.value
+            #expect(world.serverText("a.txt") == "version 2", "the recorded stat stands for bytes the server does not have")
+        }
+    }
 }
