@@ -26,6 +26,11 @@ public struct LocalFolder: Sendable {
     /// The prefix of the temporary files downloads are written to.
     public static let temporaryPrefix = ".tidesync-part-"
 
+    /// True for a name this folder gives its temporaries: the prefix and a UUID.
+    public static func isTemporary(_ name: String) -> Bool {
+        name.hasPrefix(temporaryPrefix) && UUID(uuidString: String(name.dropFirst(temporaryPrefix.count))) != nil
+    }
+
     public func absolute(_ path: RemotePath) -> String {
         path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
     }

@@ -181,6 +181,7 @@ extension PlanRunner {
             try await provider.makeRemoteSymlink(at: conflict.copy, target: conflict.symlinkTarget ?? "",
                                                  condition: .mustNotExist, source: stat, item: nil, operation: operation)
         case .file:
+            try await waitPastTimestamp(of: conflict.copy, stat)
             try await provider.upload(URL(fileURLWithPath: folder.absolute(conflict.copy)), to: conflict.copy,
                                       condition: .mustNotExist, source: stat, item: nil, operation: operation,
                                       progress: progress)

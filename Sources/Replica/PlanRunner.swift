@@ -233,6 +233,10 @@ public final class PlanRunner: Sendable {
         case .download(let path, _, _, _), .compareContents(let path, _, _, _, _), .createLocalSymlink(let path, _, _, _):
             guard !path.parent.isRoot, folder.entry(at: path.parent)?.kind != .folder else { return error }
             return changedSincePlan(path)
+        case .conflictCopy(let conflict) where folder.entry(at: conflict.copy)?.stat != conflict.local:
+            // The copy (already made here and listed) was edited while it was sent: the
+            // next plan uploads it as the new file it is.
+            return changedSincePlan(conflict.copy)
         default:
             return error
         }

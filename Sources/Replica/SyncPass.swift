@@ -65,6 +65,12 @@ public struct SyncPass: Sendable {
         let base = try provider.state.allItems()
         let recorded = Reconciler.paths(of: base)
         var observed = try observe(scope, root: base.first { $0.id == .root }, recorded: recorded)
+        for temporary in observed.temporaries {
+            // A download's folder was moved away with its temporary inside: the step that
+            // made it is over (passes do not overlap), so it is only clutter.
+            logger.info("removing the leftover temporary file \(temporary)")
+            runner.removeTemporary(temporary)
+        }
         lap("local scan")
         var remote: [RemotePath: RemoteEntry]
         if scope.walksRemote {

@@ -435,4 +435,43 @@ struct OvertakenStepTests {
             #expect(world.serverText("a.txt") == "version 2", "the recorded stat stands for bytes the server does not have")
         }
     }
+
+    @Test("a download temporary left in a folder that was moved while it was written is removed by the next scan; other names are not")
+    func leftoverTemporary() async throws {
+        try await withWorld(.localDirectory) { world in
+            try world.write("d/kept.txt", "synced")
+            try await world.sync()
+            let leftover = "d/" + LocalFolder.temporaryPrefix + UUID().uuidString
+            try world.write(leftover, "half a download")
+            try world.write("d/.tidesync-part-notes", "not ours to delete")
+            _ = try await world.pass.run()
+            #expect(!FileManager.default.fileExists(atPath: world.local(leftover)))
+            #expect(SyncWorld.read(world.local("d/.tidesync-part-notes")) == "not ours to delete")
+            #expect(SyncWorld.read(world.local("d/kept.txt")) == "synced")
+        }
+    }
+
+    @Test("a conflict copy edited right after it is made ends up on the server as edited, nothing left in error", arguments: Remote.available)
+    func conflictCopyEditedWhileSent(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("doc.txt", "ours")
+            let path = try RemotePath(string: "doc.txt"), copy = try RemotePath(string: "doc (conflicted copy 2026-11-22 134501 testhost).txt")
+            let stat = try #require(LocalScanner.entry(at: world.local("doc.txt"), path: path)?.stat)
+            // The copy is edited while the step still has to upload it (the two-client test
+            // left such a copy 'in error' with a 10 s backoff).
+            let conflict = ConflictCopy(path: path, copy: copy, kind: .file, local: stat, item: nil, baseVersion: nil,
+                                        remoteVersion: nil, detectedAt: Date())
+            let runner = world.pass.runner
+            let step = Task {
+                try await runner.run([.conflictCopy(conflict)], context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            }
+            try await eventually("the copy made here") { FileManager.default.fileExists(atPath: world.local(copy.description)) }
+            try world.write(copy.description, "ours, edited in the copy")
+            let report = try await step.value
+            #expect(report.failed.isEmpty, "left in error: \(report.failed.map(\.error))")
+            try await world.sync()
+            #expect(world.serverText(copy.description) == "ours, edited in the copy")
+            try await world.expectAgreement()
+        }
+    }
 }
