@@ -112,6 +112,7 @@ public final class LiveSync: Sendable {
         var nextUnwatched: ContinuousClock.Instant?
         var rootGone = false
         var overflowsSeen = 0
+        var resolving = 0  // passes in a row that left conflicts to resolve
 
         while !stop.isStopped {
             if let why = queue.takeRootGone() {
@@ -194,9 +195,15 @@ public final class LiveSync: Sendable {
                     if full || remoteDue || settled.fullScan { nextRemote = now + timing.pollInterval }
                     followUp = nil
                     if result.steps > 0 && !result.report.completes(result.steps) {
-                        // Work is left: at once when this pass got somewhere, otherwise
-                        // when the failed items' backoff allows.
-                        followUp = result.report.succeeded > 0 ? now : now + min(timing.pollInterval, .seconds(60))
+                        // Work is left: at once when this pass got somewhere or a guard
+                        // found the server changed (a conflict to resolve with a fresh look
+                        // at it, a few times in a row at most), otherwise when the failed
+                        // items' backoff allows.
+                        resolving = result.report.resolved > 0 ? resolving + 1 : 0
+                        let promptly = result.report.succeeded > 0 || (result.report.resolved > 0 && resolving <= 3)
+                        followUp = promptly ? now : now + min(timing.pollInterval, .seconds(60))
+                    } else {
+                        resolving = 0
                     }
                     parkedFor = 0
                 } catch {

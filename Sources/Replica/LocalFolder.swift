@@ -29,6 +29,11 @@ public struct LocalFolder: Sendable {
     /// The prefix of the temporary files downloads are written to.
     public static let temporaryPrefix = ".tidesync-part-"
 
+    /// True for a name this folder gives its temporaries: the prefix and a UUID.
+    public static func isTemporary(_ name: String) -> Bool {
+        name.hasPrefix(temporaryPrefix) && UUID(uuidString: String(name.dropFirst(temporaryPrefix.count))) != nil
+    }
+
     public func absolute(_ path: RemotePath) -> String {
         path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
     }
@@ -211,6 +216,28 @@ public struct LocalFolder: Sendable {
         }
         try require(path, holds: expected, kind: .file)
         return true
+    }
+
+    /// The checksum of the file at `path`, which must have `expected` before and after it
+    /// is read (`versionMismatch` otherwise).
+    public func checksum(_ path: RemotePath, expected: LocalStat,
+                         algorithm: ContentChecksum.Algorithm) throws(ProviderError) -> String {
+        try require(path, holds: expected, kind: .file)
+        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+        defer { close(fd) }
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        var digest = ContentDigest(algorithm)
+        while true {
+            let count = readFully(fd, buffer, size)
+            guard count >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+            if count == 0 { break }
+            digest.update(UnsafeRawBufferPointer(start: buffer, count: count))
+        }
+        try require(path, holds: expected, kind: .file)
+        return digest.hex()
     }
 
     // MARK: Building blocks

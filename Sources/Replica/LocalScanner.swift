@@ -21,6 +21,9 @@ public struct LocalScan: Sendable {
     public var entries: [RemotePath: LocalScanEntry] = [:]
     /// Names that cannot be synced (not UTF-8, too long) with the reason, for status.
     public var skipped: [(path: String, reason: String)] = []
+    /// Our own download temporaries (`.tidesync-part-UUID`), by absolute path: between
+    /// passes they are leftovers (a folder moved away with one inside while it was written).
+    public var temporaries: [String] = []
 }
 
 /// Walks the sync folder with `lstat`: symlinks are reported, never followed, so a
@@ -98,6 +101,10 @@ public struct LocalScanner: Sendable {
                 continue
             }
             let relative = folder.isRoot ? name : folder.description + "/" + name
+            if LocalFolder.isTemporary(name) {
+                result.temporaries.append(absolute(folder) + "/" + name)
+                continue
+            }
             if exclude.excludes(name: name, relativePath: relative) { continue }
             guard let path = try? folder.appending(name) else {
                 result.skipped.append((relative, "the name cannot be synced"))

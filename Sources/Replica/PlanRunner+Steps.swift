@@ -26,6 +26,7 @@ extension PlanRunner {
             }
         case .upload(let path, let condition, let source, let item):
             _ = try present(path, kind: .file, stat: source)
+            try await waitPastTimestamp(of: path, source)
             let contents = URL(fileURLWithPath: folder.absolute(path))
             let options = WriteOptions(journalEntry: operation)
             switch (condition, item) {
@@ -123,6 +124,22 @@ extension PlanRunner {
         return now
     }
 
+    /// Waits until the file's modification time is a timestamp tick in the past, then checks
+    /// it still has `stat`. A write in the same tick as the one `stat` saw leaves inode, size
+    /// and mtime as they were (the kernel's file times are coarse: 1 to 10 ms), so bytes
+    /// read before it would be recorded under a stat that also stands for the bytes after
+    /// it, and the difference would never be seen. Once the tick is over, every later write
+    /// changes the mtime, which the read's own checks catch.
+    func waitPastTimestamp(of path: RemotePath, _ stat: LocalStat) async throws(ProviderError) {
+        let now = Int64((Date().timeIntervalSince1970 * 1e9).rounded())
+        // Whole seconds: a file system with one-second times (or a time set by a tool).
+        let tick: Int64 = stat.modificationTimeNanoseconds % 1_000_000_000 == 0 ? 1_000_000_000 : 10_000_000
+        let wait = min(stat.modificationTimeNanoseconds + tick + 40_000_000 - now, 2_000_000_000)
+        guard wait > 0 else { return }
+        try? await Task.sleep(nanoseconds: UInt64(wait))
+        _ = try present(path, kind: .file, stat: stat)
+    }
+
     func changedSincePlan(_ path: RemotePath) -> ProviderError {
         ProviderError(.versionMismatch, "\(folder.absolute(path)) changed since the plan was made; it is looked at again")
     }
@@ -168,6 +185,7 @@ extension PlanRunner {
             try await provider.makeRemoteSymlink(at: conflict.copy, target: conflict.symlinkTarget ?? "",
                                                  condition: .mustNotExist, source: stat, item: nil, operation: operation)
         case .file:
+            try await waitPastTimestamp(of: conflict.copy, stat)
             try await provider.upload(URL(fileURLWithPath: folder.absolute(conflict.copy)), to: conflict.copy,
                                       condition: .mustNotExist, source: stat, item: nil, operation: operation,
                                       progress: progress)
@@ -178,15 +196,24 @@ extension PlanRunner {
     private func compare(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
                          ifDifferent: [SyncAction], operation: Int64?, temporary: URL,
                          context: Context, progress: TransferProgress?) async throws(ProviderError) {
-        let etag = try await provider.download(path, version: remote, into: temporary, progress: progress)
+        try await waitPastTimestamp(of: path, local)
         let equal: Bool
-        do {
-            equal = try folder.contentsEqual(path, expected: local, other: temporary)
-        } catch {
+        var etag: ETag?
+        if let listed = context.remote[path], listed.etag.map({ e in remote.map(e.sameValue(as:)) ?? false }) ?? false,
+           let offered = listed.checksums.flatMap({ ContentChecksum.parse($0).first }) {
+            // The server's checksum of the version the plan saw: no download needed.
+            equal = try folder.checksum(path, expected: local, algorithm: offered.algorithm) == offered.hex
+            etag = remote
+        } else {
+            etag = try await provider.download(path, version: remote, into: temporary, progress: progress)
+            do {
+                equal = try folder.contentsEqual(path, expected: local, other: temporary)
+            } catch {
+                removeTemporary(temporary.path)
+                throw error
+            }
             removeTemporary(temporary.path)
-            throw error
         }
-        removeTemporary(temporary.path)
         if equal {
             var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: local.size, etag: etag)
             entry.etag = etag ?? entry.etag

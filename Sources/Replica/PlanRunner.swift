@@ -19,6 +19,9 @@ public struct RunReport: Sendable {
     public var skipped = 0
     /// Set when a failure parks the whole domain (server unreachable, auth, quota, disk full).
     public var parked: ProviderError?
+    /// Steps whose guard found the other side changed (a conflict, a taken name, a rejected
+    /// delete): not errors, but the next plan must look at both sides again to keep both.
+    public var resolved = 0
     /// Conflict copies made: (original, copy).
     public var conflicts: [(original: RemotePath, copy: RemotePath)] = []
     /// True when every one of `steps` steps succeeded: both sides agree by construction, so
@@ -204,7 +207,7 @@ public final class PlanRunner: Sendable {
                                                    context: context, progress: progress)
                             return (index, nil)
                         } catch {
-                            return (index, error)
+                            return (index, self.explained(error, of: step))
                         }
                     }
                     running += 1
@@ -236,6 +239,27 @@ public final class PlanRunner: Sendable {
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
         try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
         return report
+    }
+
+    /// A step that failed because the user changed the sync folder under it is not an
+    /// error to back off from: an upload whose file was written while it was sent (a save
+    /// during the upload), a download whose folder was moved or deleted meanwhile. The
+    /// next plan, made at once, decides again from what is there now.
+    func explained(_ error: ProviderError, of step: SyncAction) -> ProviderError {
+        guard error.code == .cannotSynchronize else { return error }
+        switch step {
+        case .upload(let path, _, let source, _) where folder.entry(at: path)?.stat != source:
+            return changedSincePlan(path)
+        case .download(let path, _, _, _), .compareContents(let path, _, _, _, _), .createLocalSymlink(let path, _, _, _):
+            guard !path.parent.isRoot, folder.entry(at: path.parent)?.kind != .folder else { return error }
+            return changedSincePlan(path)
+        case .conflictCopy(let conflict) where folder.entry(at: conflict.copy)?.stat != conflict.local:
+            // The copy (already made here and listed) was edited while it was sent: the
+            // next plan uploads it as the new file it is.
+            return changedSincePlan(conflict.copy)
+        default:
+            return error
+        }
     }
 
     /// Passes a transfer's progress on to the observer as step `index`'s.
@@ -274,6 +298,7 @@ public final class PlanRunner: Sendable {
             logger.warning("\(step.stepName) \(step.path): \(error.message)")
             if let operation, !keep { changes.append(.completeOperation(operation)) }
         case .resolve:
+            report.resolved += 1
             logger.info("\(step.stepName) \(step.path): \(error.message)")
             if let operation, !keep { changes.append(.completeOperation(operation)) }
         case .retry, .skipItem:

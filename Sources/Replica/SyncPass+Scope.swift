@@ -41,6 +41,8 @@ struct Observed {
     var local: [RemotePath: LocalObservation] = [:]
     var skipped: [(path: String, reason: String)] = []
     var heldBack: [RemotePath: Bool] = [:]
+    /// Leftover download temporaries the scan met (no step runs while a pass scans).
+    var temporaries: [String] = []
 }
 
 extension SyncPass {
@@ -49,7 +51,7 @@ extension SyncPass {
         try checkRoot(root)
         guard case .watched(let changes, _) = scope, !changes.fullScan else {
             let scan = try scanner.scan()
-            var observed = Observed(skipped: scan.skipped)
+            var observed = Observed(skipped: scan.skipped, temporaries: scan.temporaries)
             observed.local.reserveCapacity(scan.entries.count)
             let byInode = Self.byInode(recorded)
             for (path, entry) in scan.entries {
@@ -82,6 +84,7 @@ extension SyncPass {
             if folder && (subtree || recorded[path]?.kind != .folder) {
                 let scan = try scanner.scan(below: path)
                 observed.skipped += scan.skipped
+                observed.temporaries += scan.temporaries
                 for (below, entry) in scan.entries { fresh[below] = Self.observation(entry) }
             }
         }

@@ -66,6 +66,12 @@ public struct SyncPass: Sendable {
         let base = try provider.state.allItems()
         let recorded = Reconciler.paths(of: base)
         var observed = try observe(scope, root: base.first { $0.id == .root }, recorded: recorded)
+        for temporary in observed.temporaries {
+            // A download's folder was moved away with its temporary inside: the step that
+            // made it is over (passes do not overlap), so it is only clutter.
+            logger.info("removing the leftover temporary file \(temporary)")
+            runner.removeTemporary(temporary)
+        }
         lap("local scan")
         var remote: [RemotePath: RemoteEntry]
         if scope.walksRemote {
@@ -84,6 +90,9 @@ public struct SyncPass: Sendable {
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
+        if scope.walksRemote {
+            remote = await separateNormalisationClashes(remote, local: observed.local, recorded: recorded)
+        }
         // So is a record the bundle rule now reads as another kind (a folder that became a
         // bundle, or back): both sides then hold it as new, and agree by comparing.
         let excludedRecords = recorded.filter { path, record in

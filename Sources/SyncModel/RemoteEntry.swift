@@ -15,9 +15,12 @@ public struct RemoteEntry: Hashable, Sendable, Codable, CustomStringConvertible 
     public var modificationDate: Date?
     /// For symlinks: the link's target, exactly as written.
     public var symlinkTarget: String?
+    /// Content checksums the server offers, as it wrote them (`SHA1:… MD5:…`, Nextcloud's
+    /// `oc:checksums`); nil when it offers none.
+    public var checksums: String?
 
     public init(path: RemotePath, kind: ItemKind, size: Int64, etag: ETag?, fileID: String? = nil,
-                modificationDate: Date? = nil, symlinkTarget: String? = nil) {
+                modificationDate: Date? = nil, symlinkTarget: String? = nil, checksums: String? = nil) {
         self.path = path
         self.kind = kind
         self.size = size
@@ -25,6 +28,7 @@ public struct RemoteEntry: Hashable, Sendable, Codable, CustomStringConvertible 
         self.fileID = fileID
         self.modificationDate = modificationDate
         self.symlinkTarget = symlinkTarget
+        self.checksums = checksums
     }
 
     public var description: String {

@@ -37,12 +37,18 @@ final class OpenFile: Sendable {
 
 /// Reads a file in fixed-size chunks as `ByteBuffer`s, so an upload streams from disk
 /// with back-pressure and never holds the file in memory.
+///
+/// With `unchanged`, the file's status is checked once the last chunk is read and before
+/// it is handed over: a file written meanwhile fails the body, so the request is cut short
+/// and the server (whose PUT is atomic) keeps what it had. Bytes that pass the check were
+/// all read while the file held one version.
 struct FileChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let file: OpenFile
     let length: Int64
     let chunkSize: Int
     let progress: TransferProgress?
+    var unchanged: OpenFile.Status? = nil
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let chunks: FileChunks
@@ -63,6 +69,9 @@ struct FileChunks: AsyncSequence, Sendable {
                 throw ProviderError(.cannotSynchronize, "the file being uploaded became shorter; it will be sent again")
             }
             offset += Int64(got)
+            if offset >= chunks.length, let unchanged = chunks.unchanged, try chunks.file.status() != unchanged {
+                throw ProviderError(.cannotSynchronize, "\(chunks.file.path) changed while it was uploaded; it will be sent again")
+            }
             chunks.progress?(offset, chunks.length)
             return buffer
         }

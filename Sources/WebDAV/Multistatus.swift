@@ -14,6 +14,8 @@ struct MultistatusResponse: Sendable {
     var lastModified: String?
     var fileID: String?
     var symlinkTarget: String?
+    /// `oc:checksums`: the `oc:checksum` values, space-separated.
+    var checksums: String?
     /// True once a propstat with status 200 described this response.
     var described = false
 }
@@ -87,6 +89,8 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         case "DAV: getlastmodified" where inProp: pending.lastModified = value
         case "\(Self.ownCloudNamespace) fileid" where inProp: pending.fileID = value
         case "\(Self.tidesyncNamespace) symlink-target" where inProp: pending.symlinkTarget = text
+        case "\(Self.ownCloudNamespace) checksum" where path.last == "\(Self.ownCloudNamespace) checksums" && !value.isEmpty:
+            pending.checksums = pending.checksums.map { $0 + " " + value } ?? value
         case "DAV: propstat": mergePropstat()
         case "DAV: status" where path.last == "DAV: response":
             failure = failure ?? "the server reported \(value) for \(current?.href ?? "an entry")"
@@ -118,6 +122,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         current!.lastModified = pending.lastModified ?? current!.lastModified
         current!.fileID = pending.fileID ?? current!.fileID
         current!.symlinkTarget = pending.symlinkTarget ?? current!.symlinkTarget
+        current!.checksums = pending.checksums ?? current!.checksums
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) {

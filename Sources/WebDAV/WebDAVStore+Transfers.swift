@@ -69,19 +69,27 @@ extension WebDAVStore {
         let file = try OpenFile(reading: source.path)
         let before = try file.status()
         var headerETag: ETag?
-        try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
-            var request = connection.request("PUT", path: paths.requestPath(path),
-                                             headers: condition.headers + [("Content-Type", "application/octet-stream")])
-            request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress),
-                                   length: .known(before.size))
-            let response = try await connection.stream(request)
-            do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
-            headerETag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:))
-            return response.status
-        }
-        if try file.status() != before {
-            // The file changed while it was sent: what landed may mix two versions.
-            throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
+        do {
+            try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
+                var request = connection.request("PUT", path: paths.requestPath(path),
+                                                 headers: condition.headers + [("Content-Type", "application/octet-stream")])
+                request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
+                                                  unchanged: before),
+                                       length: .known(before.size))
+                let response = try await connection.stream(request)
+                do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
+                headerETag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:))
+                return response.status
+            }
+        } catch {
+            // The body was cut short before its end because the file changed while it was
+            // read: nothing landed. (Once the request went through, a later change does not
+            // matter: every byte sent was read from one version, and that version is what
+            // the caller's recorded stat stands for or predates.)
+            if try file.status() != before {
+                throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
+            }
+            throw error
         }
         do {
             var entry = try await uploadedEntry(at: path)

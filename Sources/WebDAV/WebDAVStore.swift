@@ -38,7 +38,7 @@ public final class WebDAVStore: RemoteStore {
     static let propfindBody = """
         <?xml version="1.0" encoding="utf-8"?>
         <d:propfind xmlns:d="DAV:" xmlns:oc="\(MultistatusParser.ownCloudNamespace)" xmlns:ts="\(MultistatusParser.tidesyncNamespace)">
-        <d:prop><d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><oc:fileid/><ts:symlink-target/></d:prop>
+        <d:prop><d:resourcetype/><d:getcontentlength/><d:getetag/><d:getlastmodified/><oc:fileid/><oc:checksums/><ts:symlink-target/></d:prop>
         </d:propfind>
         """
 
@@ -86,7 +86,8 @@ public final class WebDAVStore: RemoteStore {
         return RemoteEntry(path: path, kind: kind, size: kind == .folder ? 0 : max(0, response.contentLength ?? 0),
                            etag: response.etag.flatMap(ETag.init(header:)), fileID: response.fileID,
                            modificationDate: response.lastModified.flatMap(HTTPDate.parse),
-                           symlinkTarget: kind == .symlink ? response.symlinkTarget : nil)
+                           symlinkTarget: kind == .symlink ? response.symlinkTarget : nil,
+                           checksums: kind == .file ? response.checksums : nil)
     }
 
     public func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {

@@ -41,6 +41,8 @@ final class LiveRun: @unchecked Sendable {
     let live: LiveSync
     let stop = StopFlag()
     let log = LogCapture()
+    /// Holds passes back while a test changes both sides (`tidesync pause`).
+    let pause = PauseSwitch()
     private var task: Task<Void, Never>?
 
     init(_ world: SyncWorld, debounce: Duration = .milliseconds(300), poll: Duration = .seconds(3600),
@@ -48,14 +50,18 @@ final class LiveRun: @unchecked Sendable {
         let capture = log
         let logger = Logger(label: "live") { _ in CapturingLogHandler(capture: capture) }
         let scanner = LocalScanner(root: world.localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns + exclude))
-        let pass = SyncPass(runner: world.pass.runner, scanner: scanner, host: "testhost",
+        // The world's runner, logging here too: tests look for what its steps said.
+        let shared = world.pass.runner
+        let runner = PlanRunner(provider: shared.provider, folder: shared.folder, transfers: shared.transfers, logger: logger)
+        let pass = SyncPass(runner: runner, scanner: scanner, host: "testhost",
                             massDelete: MassDeleteGuard(limit: 500), logger: logger)
         let timing = LiveSync.Timing(debounce: debounce, pollInterval: poll, rescanInterval: .seconds(3600))
         if let addWatch {
             live = LiveSync(pass: pass, timing: timing, root: world.localRoot, exclude: scanner.exclude, stop: stop,
-                            logger: logger, addWatch: addWatch)
+                            logger: logger, observer: pause, addWatch: addWatch)
         } else {
-            live = LiveSync(pass: pass, timing: timing, root: world.localRoot, exclude: scanner.exclude, stop: stop, logger: logger)
+            live = LiveSync(pass: pass, timing: timing, root: world.localRoot, exclude: scanner.exclude, stop: stop, logger: logger,
+                            observer: pause)
         }
     }
 
@@ -76,10 +82,42 @@ final class LiveRun: @unchecked Sendable {
         }
     }
 
+    /// Holds new passes back (events are still collected) and waits for a running one to end.
+    func hold() async throws {
+        pause.set(true)
+        try await eventually("the running pass to end") { !live.isBusy }
+    }
+
+    /// Lets passes run again, at once.
+    func release() { pause.set(false) }
+
     func finish() async {
         stop.stop()
         await task?.value
     }
+}
+
+/// The user's pause switch, as `tidesync pause` sets it; the rest of the observer is ignored.
+final class PauseSwitch: LiveSyncObserver, @unchecked Sendable {
+    private let lock = NSLock()
+    private var paused = false
+    private var wake: (@Sendable () -> Void)?
+
+    func set(_ value: Bool) {
+        let handler = lock.withLock { () -> (@Sendable () -> Void)? in
+            paused = value
+            return wake
+        }
+        handler?()
+    }
+
+    var isPaused: Bool { lock.withLock { paused } }
+    func setWakeHandler(_ wake: @escaping @Sendable () -> Void) { lock.withLock { self.wake = wake } }
+    func takeSyncNowRequest() -> Bool { false }
+    func passStarted() {}
+    func passFinished(_ result: PassResult) {}
+    func parked(_ error: ProviderError, retryIn delay: Duration) {}
+    func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {}
 }
 
 /// Waits until `condition` holds, checking every 50 ms; records an issue after `timeout`.

@@ -38,6 +38,32 @@ struct MultistatusParserTests {
         #expect(paths.remotePath(href: responses[1].href) == p("Docs/a b#c.txt"))
     }
 
+    @Test("Nextcloud's oc:checksums are kept as the server wrote them; Apache's 404 for them is no checksum")
+    func checksums() throws {
+        let body = """
+            <?xml version="1.0"?>
+            <d:multistatus xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns">
+             <d:response>
+              <d:href>/remote.php/dav/files/alice/a.txt</d:href>
+              <d:propstat><d:prop><d:resourcetype/><d:getcontentlength>3</d:getcontentlength><d:getetag>"e1"</d:getetag>
+                <oc:checksums><oc:checksum>SHA1:a9993e364706816aba3e25717850c26c9cd0d89d MD5:900150983cd24fb0d6963f7d28e17f72</oc:checksum></oc:checksums>
+               </d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+             </d:response>
+             <d:response>
+              <d:href>/remote.php/dav/files/alice/b.txt</d:href>
+              <d:propstat><d:prop><d:resourcetype/><d:getcontentlength>3</d:getcontentlength><d:getetag>"e2"</d:getetag>
+               </d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat>
+              <d:propstat><d:prop><oc:checksums/></d:prop><d:status>HTTP/1.1 404 Not Found</d:status></d:propstat>
+             </d:response>
+            </d:multistatus>
+            """
+        let responses = try MultistatusParser.parse(Data(body.utf8))
+        #expect(responses.count == 2)
+        #expect(ContentChecksum.parse(responses[0].checksums ?? "").first
+                == ContentChecksum(algorithm: .sha1, hex: "a9993e364706816aba3e25717850c26c9cd0d89d"))
+        #expect(responses[1].checksums == nil)
+    }
+
     @Test("broken documents are errors, never an empty listing", arguments: [
         "", "   ", "<a><b>x</b><b>y", "<a><b>x</a>", "<?xml version=\"1.0\"?><html><body>Login</body></html>",
         "<d:multistatus xmlns:d=\"DAV:\"><d:response><d:href>/x</d:href>", "&nope;",

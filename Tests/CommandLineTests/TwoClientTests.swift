@@ -1,0 +1,307 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two real `tidesync run` daemons, two sync folders and two state DBs against one
+/// collection of the private Apache, and a seeded random workload (edits, creates, renames,
+/// deletes, folder moves and folder deletes) applied to both folders while both run. After
+/// quiescence both folders equal the server, and no version a client wrote is lost: every
+/// content a client wrote is still a file somewhere unless some client, having it in front
+/// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
+///
+/// Seeds: `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated), default five fixed ones; ops per
+/// client per seed: `TIDESYNC_TWO_CLIENT_OPS` (default 40). Every failure message names the
+/// seed, so a run can be replayed with `TIDESYNC_TWO_CLIENT_SEEDS=<seed>`.
+@Suite("two clients against one server", .serialized,
+       .enabled(if: Binary.available && TwoClientSettings.apacheConfigured,
+                "set TIDESYNC_TEST_BINARY and start the private Apache (packaging/test.sh does both)"))
+struct TwoClientTests {
+    @Test("a seeded random workload on two clients loses no version and converges", arguments: TwoClientSettings.seeds)
+    func randomWorkload(_ seed: UInt64) async throws {
+        try await TwoClientSettings.run(seed)
+    }
+}
+
+/// The test's settings from the environment, and the test itself.
+enum TwoClientSettings {
+    static var apacheConfigured: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
+
+    static var seeds: [UInt64] {
+        let text = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? "7,1207,90210,4242,31337"
+        return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// The longest pause between two operations, in ms (`TIDESYNC_TWO_CLIENT_PAUSE_MS`, default 120).
+    static var pause: Int {
+        ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_PAUSE_MS"].flatMap { Int($0) } ?? 120
+    }
+
+    static var operations: Int {
+        ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_OPS"].flatMap { Int($0) } ?? 40
+    }
+
+    static func run(_ seed: UInt64) async throws {
+        let world = try TwoClientWorld(seed: seed)
+        defer { world.cleanUp() }
+        try world.start()
+        // A starting tree, made on A and brought to B.
+        var workload = Workload(seed: seed)
+        try workload.seed(world.clients[0])
+        try await world.waitForAgreement(what: "the starting tree")
+        let started = ContinuousClock.now
+        for _ in 0..<(Self.operations * 2) {
+            let client = workload.random.next(2)
+            try workload.step(world.clients[client])
+            try await Task.sleep(for: .milliseconds(workload.random.next(TwoClientSettings.pause)))
+        }
+        let applied = ContinuousClock.now - started
+        try await world.waitForAgreement(what: "quiescence after \(Self.operations * 2) operations")
+        let remote = world.remoteTree()
+        let present = Set(remote.values)
+        let lost = workload.live.subtracting(present)
+        for version in lost.sorted() {
+            Issue.record("seed \(seed): the version \"\(version)\" was lost; history: \(workload.history(of: version))")
+        }
+        // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
+        for (path, text) in remote.sorted(by: { $0.key < $1.key }) where text != "<folder>" && !workload.written.contains(text) {
+            Issue.record("seed \(seed): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+        }
+        // Identical bytes are not a conflict, and a version its own client replaced
+        // does not come back as a conflict copy.
+        for (path, text) in remote where path.contains(" (conflicted copy ") {
+            let original = TwoClientWorld.original(of: path)
+            #expect(remote[original] != text, "seed \(seed): \(path) holds the same bytes as \(original)")
+            // (A version deleted here while the other client moved it comes back: the move
+            // counts as a change, and a change beats a delete. Overwritten ones never do.)
+            #expect(!workload.overwritten.contains(text),
+                    "seed \(seed): the conflict copy \(path) holds an overwritten version: \(workload.history(of: text)); the original holds \(remote[original].map { workload.history(of: $0) } ?? [])")
+        }
+        if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { print(workload.log.joined(separator: "\n")) }
+        // Each daemon is idle with nothing in error, and every conflict copy on the server
+        // is in the conflict list of the client that made it (copies may have been renamed,
+        // moved or deleted since, as any file).
+        var listed: Set<String> = []
+        for client in world.clients {
+            var domain: [String: Any] = [:]
+            for _ in 0..<50 {
+                domain = (try await world.json(client, ["status", "--json"])["domains"] as? [[String: Any]])?.first ?? [:]
+                if domain["state"] as? String == "idle" { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(domain["state"] as? String == "idle", "seed \(seed): client \(client.name) is \(domain["state"] ?? "?")")
+            let errors = domain["itemsInError"] as? [[String: Any]] ?? []
+            #expect(errors.isEmpty, "seed \(seed): client \(client.name) has items in error: \(errors)")
+            let conflicts = try await world.json(client, ["conflicts", "--json", "--limit", "100000"])["conflicts"] as? [[String: Any]] ?? []
+            listed.formUnion(conflicts.compactMap { ($0["copy"] as? String).map { ($0 as NSString).lastPathComponent } })
+        }
+        for path in remote.keys where path.contains(" (conflicted copy ") {
+            #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
+        }
+        #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
+        print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(world.conflictCopies(remote)) conflict copies")
+        if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
+        try await world.stop()
+    }
+}
+
+/// One client: its name, sync folder and daemon.
+final class TwoClientPeer: @unchecked Sendable {
+    let name: String
+    let home: String
+    var local: String { home + "/Cloud" }
+    var process: Process?
+
+    init(name: String, home: String) {
+        self.name = name
+        self.home = home
+    }
+}
+
+/// The two clients and their shared Apache collection.
+final class TwoClientWorld: @unchecked Sendable {
+    let seed: UInt64
+    let clients: [TwoClientPeer]
+    let remoteDisk: String
+    let url: String
+
+    init(seed: UInt64) throws {
+        self.seed = seed
+        let base = "/tmp/tidesync-2c-" + UUID().uuidString.prefix(8)
+        if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_STORE"] == "directory" {
+            // Both daemons on one local-directory store instead (for exploring; CI uses Apache).
+            remoteDisk = base + "-store"
+            url = "file://" + remoteDisk
+            try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
+        } else {
+            guard let (url, disk) = try DaemonFixture.sharedApacheCollection() else {
+                throw TwoClientError("seed \(seed): the private Apache is not running")
+            }
+            (self.url, remoteDisk) = (url, disk)
+        }
+        clients = ["A", "B"].map { TwoClientPeer(name: $0, home: base + "-" + $0) }
+        let env = ProcessInfo.processInfo.environment
+        for client in clients {
+            try FileManager.default.createDirectory(atPath: client.local, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: client.home + "/.config/tidesync", withIntermediateDirectories: true)
+            let config = """
+                log_level = "info"
+                socket = "\(client.home)/run/tidesync.sock"
+                [[domain]]
+                name = "two"
+                local = "~/Cloud"
+                remote = "\(url)"
+                \(url.hasPrefix("file:") ? "" : "username = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"")
+                poll_interval = "1s"
+                debounce = "200ms"
+
+                """
+            try Data(config.utf8).write(to: URL(fileURLWithPath: client.home + "/.config/tidesync/config.toml"))
+        }
+    }
+
+    func start() throws {
+        let env = ProcessInfo.processInfo.environment
+        for client in clients {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Binary.path!)
+            process.arguments = ["run"]
+            process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                   "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
+                                   "TIDESYNC_PASSWORD_TWO": env["TIDESYNC_TEST_DAV_PASSWORD"] ?? ""]
+            _ = FileManager.default.createFile(atPath: client.home + "/daemon.log", contents: nil)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle(forWritingAtPath: client.home + "/daemon.log")
+            try process.run()
+            client.process = process
+        }
+    }
+
+    /// SIGTERM to both daemons; waits (without blocking a thread) until they exit.
+    func stop() async throws {
+        for client in clients { if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGTERM) } }
+        let end = ContinuousClock.now + .seconds(20)
+        while clients.contains(where: { $0.process?.isRunning == true }), ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        for client in clients where client.process?.isRunning == true {
+            Issue.record("seed \(seed): client \(client.name)'s daemon did not stop on SIGTERM")
+        }
+    }
+
+    func cleanUp() {
+        for client in clients {
+            if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: client.home)
+        }
+        try? FileManager.default.removeItem(atPath: remoteDisk)
+    }
+
+    /// Waits until both folders equal the server and nothing changed for 3 s.
+    func waitForAgreement(what: String, timeout: Duration = .seconds(120)) async throws {
+        let end = ContinuousClock.now + timeout
+        var last: [String: String]?
+        var stableSince = ContinuousClock.now
+        while ContinuousClock.now < end {
+            let remote = remoteTree()
+            let agree = clients.allSatisfy { TwoClientWorld.tree($0.local) == remote }
+            if agree, remote == last {
+                if ContinuousClock.now - stableSince >= .seconds(3) { return }
+            } else {
+                stableSince = ContinuousClock.now
+            }
+            last = agree ? remote : nil
+            for client in clients where client.process?.isRunning != true {
+                Issue.record("seed \(seed): client \(client.name)'s daemon exited")
+                dumpLogs()
+                throw TwoClientError("seed \(seed): a daemon exited")
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        let remote = remoteTree()
+        for client in clients {
+            let local = TwoClientWorld.tree(client.local)
+            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(12)
+            for key in keys {
+                Issue.record("seed \(seed): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
+            }
+        }
+        dumpLogs()
+        throw TwoClientError("seed \(seed): no agreement (\(what)) within \(timeout)")
+    }
+
+    /// Files by path (names as bytes in hex where not plain) → contents; Apache's own
+    /// `.DAV` folders left out.
+    func remoteTree() -> [String: String] {
+        TwoClientWorld.tree(remoteDisk).filter { !$0.key.split(separator: "/").contains(".DAV") }
+    }
+
+    /// The files below `root` (folders are implied; empty folders as "<folder>").
+    static func tree(_ root: String) -> [String: String] {
+        var result: [String: String] = [:]
+        var pending = [""]
+        while let folder = pending.popLast() {
+            let absolute = folder.isEmpty ? root : root + "/" + folder
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
+            if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" }
+            for name in names where name != ".tidesync-store.lock" {
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                var st = stat()
+                guard lstat(absolute + "/" + name, &st) == 0 else { continue }
+                if st.st_mode & S_IFMT == S_IFDIR {
+                    if name != ".DAV" { pending.append(relative) }
+                } else {
+                    result[relative] = (try? String(contentsOfFile: absolute + "/" + name, encoding: .utf8)) ?? "<unreadable>"
+                }
+            }
+        }
+        return result
+    }
+
+    /// The path a conflict copy was made of.
+    static func original(of copy: String) -> String {
+        let folder = (copy as NSString).deletingLastPathComponent
+        let name = (copy as NSString).lastPathComponent
+        guard let open = name.range(of: " (conflicted copy "), let close = name[open.upperBound...].firstIndex(of: ")") else { return copy }
+        let base = String(name[..<open.lowerBound]) + String(name[name.index(after: close)...])
+        return folder.isEmpty ? base : folder + "/" + base
+    }
+
+    func conflictCopies(_ tree: [String: String]) -> Int {
+        tree.keys.filter { $0.contains(" (conflicted copy ") }.count
+    }
+
+    /// The JSON `tidesync ARGUMENTS` prints for `client`, parsed; waits for the command
+    /// without blocking a thread.
+    func json(_ client: TwoClientPeer, _ arguments: [String]) async throws -> [String: Any] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = arguments
+        process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                               "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin"]
+        let output = client.home + "/command.json"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        let data = FileManager.default.contents(atPath: output) ?? Data()
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+
+    /// Prints the tail of both daemons' logs (a failure's context).
+    func dumpLogs() {
+        for client in clients {
+            let log = (try? String(contentsOfFile: client.home + "/daemon.log", encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"].flatMap { Int($0) } ?? 60).joined(separator: "\n")
+            print("--- seed \(seed): client \(client.name)'s daemon log (last 60 lines) ---\n\(tail)")
+        }
+    }
+}
+
+struct TwoClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

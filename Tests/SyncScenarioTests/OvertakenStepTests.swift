@@ -1,0 +1,95 @@
+import Foundation
+import Replica
+import SyncEngine
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Steps the user overtook: the sync folder changed under a running step. Found by the
+/// two-client test, where a download into a folder the user had just moved backed off
+/// for 10 s, then 20, 40… and the clients took minutes to agree.
+@Suite("Steps the user overtook")
+struct OvertakenStepTests {
+    @Test("a download into a folder moved or deleted here meanwhile is decided again at once, not backed off", arguments: Remote.available)
+    func downloadIntoGoneFolder(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.writeOnServer("d/f.txt", "theirs")
+            let path = try RemotePath(string: "d/f.txt")
+            let report = try await world.pass.runner.run([.download(path, version: nil, replacing: nil, item: nil)],
+                                                         context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            #expect(report.failed.isEmpty, "backed off: \(report.failed.map(\.error))")
+            #expect(report.resolved == 1)
+            #expect(try world.database.pendingOperations().isEmpty, "nothing left to back off from")
+            try await world.sync()
+            #expect(SyncWorld.read(world.local("d/f.txt")) == "theirs")
+        }
+    }
+
+    @Test("a file written twice within one timestamp tick is uploaded as it ends up: its stat cannot tell the two apart", arguments: Remote.available)
+    func rewriteWithinOneTick(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            let path = try RemotePath(string: "a.txt")
+            try world.write("a.txt", "version 1")
+            // A modification time a little ahead stands for "the tick the plan was made in".
+            let tick = timespec(tv_sec: time(nil), tv_nsec: 0)
+            let ahead = [timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000), timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000)]
+            #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)
+            let stat = try #require(LocalScanner.entry(at: world.local("a.txt"), path: path)?.stat)
+            let runner = world.pass.runner
+            let upload = Task {
+                try await runner.run([.upload(path, condition: .mustNotExist, source: stat, item: nil)],
+                                     context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            }
+            try await Task.sleep(for: .milliseconds(30))
+            // The second write of that tick: same inode, same size, same modification time.
+            let fd = open(world.local("a.txt"), O_WRONLY)
+            #expect(pwrite(fd, "version 2", 9, 0) == 9)
+            close(fd)
+            #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)
+            #expect(LocalScanner.entry(at: world.local("a.txt"), path: path)?.stat == stat, "the test's premise")
+            _ = try await upload.value
+            #expect(world.serverText("a.txt") == "version 2", "the recorded stat stands for bytes the server does not have")
+        }
+    }
+
+    @Test("a download temporary left in a folder that was moved while it was written is removed by the next scan; other names are not")
+    func leftoverTemporary() async throws {
+        try await withWorld(.localDirectory) { world in
+            try world.write("d/kept.txt", "synced")
+            try await world.sync()
+            let leftover = "d/" + LocalFolder.temporaryPrefix + UUID().uuidString
+            try world.write(leftover, "half a download")
+            try world.write("d/.tidesync-part-notes", "not ours to delete")
+            _ = try await world.pass.run()
+            #expect(!FileManager.default.fileExists(atPath: world.local(leftover)))
+            #expect(SyncWorld.read(world.local("d/.tidesync-part-notes")) == "not ours to delete")
+            #expect(SyncWorld.read(world.local("d/kept.txt")) == "synced")
+        }
+    }
+
+    @Test("a conflict copy edited right after it is made ends up on the server as edited, nothing left in error", arguments: Remote.available)
+    func conflictCopyEditedWhileSent(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("doc.txt", "ours")
+            let path = try RemotePath(string: "doc.txt"), copy = try RemotePath(string: "doc (conflicted copy 2026-11-22 134501 testhost).txt")
+            let stat = try #require(LocalScanner.entry(at: world.local("doc.txt"), path: path)?.stat)
+            // The copy is edited while the step still has to upload it (the two-client test
+            // left such a copy 'in error' with a 10 s backoff).
+            let conflict = ConflictCopy(path: path, copy: copy, kind: .file, local: stat, item: nil, baseVersion: nil,
+                                        remoteVersion: nil, detectedAt: Date())
+            let runner = world.pass.runner
+            let step = Task {
+                try await runner.run([.conflictCopy(conflict)], context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
+            }
+            try await eventually("the copy made here") { FileManager.default.fileExists(atPath: world.local(copy.description)) }
+            try world.write(copy.description, "ours, edited in the copy")
+            let report = try await step.value
+            #expect(report.failed.isEmpty, "left in error: \(report.failed.map(\.error))")
+            try await world.sync()
+            #expect(world.serverText(copy.description) == "ours, edited in the copy")
+            try await world.expectAgreement()
+        }
+    }
+}

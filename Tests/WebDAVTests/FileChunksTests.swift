@@ -1,0 +1,52 @@
+import Foundation
+import SyncEngine
+import Testing
+@testable import WebDAV
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An upload's body: a file written while it is read fails the body before its last
+/// chunk goes out, so the server's atomic PUT keeps what it had (a half-old, half-new
+/// version landing and then reading as someone else's edit was a false conflict).
+@Suite("Upload bodies")
+struct FileChunksTests {
+    static func file(_ size: Int) throws -> String {
+        let path = NSTemporaryDirectory() + "tidesync-chunks-" + UUID().uuidString
+        try Data(repeating: 0x61, count: size).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("a file written while its body is read fails the body before the last chunk")
+    func changedWhileRead() async throws {
+        let path = try Self.file(1 << 20)
+        defer { unlink(path) }
+        let file = try OpenFile(reading: path)
+        let chunks = FileChunks(file: file, length: 1 << 20, chunkSize: 256 << 10, progress: nil, unchanged: try file.status())
+        var iterator = chunks.makeAsyncIterator()
+        #expect(try await iterator.next() != nil)
+        try await Task.sleep(for: .milliseconds(5))  // a later mtime
+        let writer = open(path, O_WRONLY)
+        #expect(pwrite(writer, "new", 3, 0) == 3)
+        close(writer)
+        var failure: ProviderError?
+        do {
+            while try await iterator.next() != nil {}
+        } catch let error as ProviderError {
+            failure = error
+        }
+        #expect(failure?.code == .cannotSynchronize)
+    }
+
+    @Test("an unchanged file is read whole")
+    func unchanged() async throws {
+        let path = try Self.file((1 << 20) + 7)
+        defer { unlink(path) }
+        let file = try OpenFile(reading: path)
+        let chunks = FileChunks(file: file, length: (1 << 20) + 7, chunkSize: 256 << 10, progress: nil, unchanged: try file.status())
+        var total = 0
+        for try await chunk in chunks { total += chunk.readableBytes }
+        #expect(total == (1 << 20) + 7)
+    }
+}
