@@ -74,7 +74,7 @@ extension SyncProvider {
         }
         do {
             // A failure from here on leaves the server as it was: the scratch collection
-            // goes, an old version set aside comes back (`restore`).
+            // goes, an old version set aside comes back (`cleanUpScratch`).
             var copied = false
             if base != nil, try await store.copy(path, to: scratch.building) {
                 copied = true
