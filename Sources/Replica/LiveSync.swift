@@ -170,6 +170,10 @@ public final class LiveSync: Sendable {
             let (settled, firstSeen) = full ? queue.takeAll() : queue.takeDue()
             if full || remoteDue || !settled.isEmpty {
                 let scope: PassScope = full ? .full : .watched(settled, remote: remoteDue)
+                if !full, !settled.paths.isEmpty {
+                    let some = settled.paths.keys.map(\.description).sorted().prefix(8)
+                    logger.debug("settled: \(some.joined(separator: ", "))\(settled.paths.count > 8 ? " and \(settled.paths.count - 8) more" : "")")
+                }
                 let overflows = queue.overflowCount
                 if overflows > overflowsSeen {
                     overflowsSeen = overflows

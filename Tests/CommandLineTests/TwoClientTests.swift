@@ -147,7 +147,7 @@ final class TwoClientWorld: @unchecked Sendable {
             try FileManager.default.createDirectory(atPath: client.local, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: client.home + "/.config/tidesync", withIntermediateDirectories: true)
             let config = """
-                log_level = "info"
+                log_level = "debug"
                 socket = "\(client.home)/run/tidesync.sock"
                 [[domain]]
                 name = "two"
@@ -295,8 +295,12 @@ final class TwoClientWorld: @unchecked Sendable {
     func dumpLogs() {
         for client in clients {
             let log = (try? String(contentsOfFile: client.home + "/daemon.log", encoding: .utf8)) ?? ""
-            let tail = log.split(separator: "\n").suffix(ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"].flatMap { Int($0) } ?? 60).joined(separator: "\n")
-            print("--- seed \(seed): client \(client.name)'s daemon log (last 60 lines) ---\n\(tail)")
+            // Debug level: which paths each pass looked at ("pass phases (N path(s))") and
+            // each step, so a path the watcher never delivered can be told from one a pass
+            // decided wrongly.
+            let count = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"].flatMap { Int($0) } ?? 150
+            let tail = log.split(separator: "\n").suffix(count).joined(separator: "\n")
+            print("--- seed \(seed): client \(client.name)'s daemon log (last \(count) lines) ---\n\(tail)")
         }
     }
 }
