@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 // tidesync: two-way folder sync for Linux on the File Provider model.
 // Arrows point one way: tidesync → Daemon → adapters (StateDatabase, WebDAV,
-// LocalStore, TidesyncConfig) → SyncEngine → SyncModel; tidesync and Daemon → Control,
+// LocalStore, TidesyncConfig) → SyncEngine → SyncModel, ContentHash; tidesync and Daemon → Control,
 // which depends on no other module. The engine imports no HTTP library, SQL driver,
 // inotify or Glibc.
 import PackageDescription
@@ -22,7 +22,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "SyncModel"),
-        .target(name: "SyncEngine", dependencies: ["SyncModel"]),
+        .target(name: "SyncEngine", dependencies: ["SyncModel", "ContentHash"]),
         .target(name: "StateDatabase", dependencies: [
             "SyncEngine", "SyncModel",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -36,10 +36,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
-        // Hashing must be fast in debug builds too (the test suite hashes bundles).
+        // Content digests, pure; fast in debug builds too (the test suite hashes bundles).
         .target(name: "ContentHash", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Replica", dependencies: [
-            "SyncEngine", "SyncModel", "ContentHash", .product(name: "Logging", package: "swift-log"),
+            "SyncEngine", "SyncModel", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",
@@ -64,7 +64,7 @@ let package = Package(
             "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine", "ContentHash"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),

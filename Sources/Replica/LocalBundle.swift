@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ContentHash
 import Foundation
 import SyncEngine
 
@@ -86,10 +85,12 @@ public struct LocalBundle: Sendable {
                    before.local == member.stat, let hash = before.contentHash {
                     row.contentHash = hash
                 } else {
-                    guard let hash = SHA256.file(at: absolute + "/" + member.relativePath) else {
-                        throw ProviderError(.versionMismatch, "\(absolute)/\(member.relativePath) changed while it was read; it is looked at again")
+                    do throws(ProviderError) {
+                        row.contentHash = try LocalFolder.contentHash(ofFileAt: absolute + "/" + member.relativePath)
+                    } catch {
+                        throw ProviderError(.versionMismatch, "\(absolute)/\(member.relativePath) changed while it was read; it is looked at again",
+                                            underlying: error.message)
                     }
-                    row.contentHash = hash
                 }
             }
             return row

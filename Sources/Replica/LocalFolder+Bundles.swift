@@ -10,7 +10,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ContentHash
 import Foundation
 import SyncEngine
 
@@ -91,8 +90,8 @@ extension LocalFolder {
         for (a, b) in zip(mine.members, theirs.members) {
             guard a.relativePath.utf8.elementsEqual(b.relativePath.utf8), a.kind == b.kind,
                   a.symlinkTarget == b.symlinkTarget, a.kind != .file || a.stat.size == b.stat.size else { return false }
-            if a.kind == .file,
-               SHA256.file(at: absolute(path) + "/" + a.relativePath) != SHA256.file(at: other.path + "/" + b.relativePath) {
+            if a.kind == .file, try Self.contentHash(ofFileAt: absolute(path) + "/" + a.relativePath)
+                != Self.contentHash(ofFileAt: other.path + "/" + b.relativePath) {
                 return false
             }
         }

@@ -209,7 +209,7 @@ public struct LocalFolder: Sendable {
         let b = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         defer { a.deallocate(); b.deallocate() }
         while true {
-            let countA = readFully(first, a, size), countB = readFully(second, b, size)
+            let countA = Self.readFully(first, a, size), countB = Self.readFully(second, b, size)
             guard countA >= 0, countB >= 0 else { throw Self.error(errno, "cannot compare \(absolute(path))") }
             if countA != countB || memcmp(a, b, countA) != 0 { return false }
             if countA == 0 { break }
@@ -223,8 +223,16 @@ public struct LocalFolder: Sendable {
     public func checksum(_ path: RemotePath, expected: LocalStat,
                          algorithm: ContentChecksum.Algorithm) throws(ProviderError) -> String {
         try require(path, holds: expected, kind: .file)
-        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+        let hex = try Self.digest(ofFileAt: absolute(path), algorithm)
+        try require(path, holds: expected, kind: .file)
+        return hex
+    }
+
+    /// The `algorithm` digest (lowercase hex) of the file at `absolutePath`, read without
+    /// following a symlink.
+    static func digest(ofFileAt absolutePath: String, _ algorithm: DigestAlgorithm) throws(ProviderError) -> String {
+        let fd = open(absolutePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw error(errno, "cannot read \(absolutePath)") }
         defer { close(fd) }
         let size = 1 << 20
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
@@ -232,12 +240,16 @@ public struct LocalFolder: Sendable {
         var digest = ContentDigest(algorithm)
         while true {
             let count = readFully(fd, buffer, size)
-            guard count >= 0 else { throw Self.error(errno, "cannot read \(absolute(path))") }
+            guard count >= 0 else { throw error(errno, "cannot read \(absolutePath)") }
             if count == 0 { break }
             digest.update(UnsafeRawBufferPointer(start: buffer, count: count))
         }
-        try require(path, holds: expected, kind: .file)
         return digest.hex()
+    }
+
+    /// The content hash a bundle manifest records: `sha256:<hex>`.
+    static func contentHash(ofFileAt absolutePath: String) throws(ProviderError) -> String {
+        "sha256:" + (try digest(ofFileAt: absolutePath, .sha256))
     }
 
     // MARK: Building blocks
@@ -296,7 +308,7 @@ public struct LocalFolder: Sendable {
         close(fd)
     }
 
-    func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
         var done = 0
         while done < count {
             let n = read(fd, buffer + done, count - done)
