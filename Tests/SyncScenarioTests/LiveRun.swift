@@ -72,11 +72,16 @@ final class LiveRun: @unchecked Sendable {
         try await eventually("the first pass") { live.passes >= 1 }
     }
 
-    /// Waits until nothing waits to settle, no pass runs and the journal is empty.
+    /// Waits until nothing waits to settle, no pass runs and the journal is empty. After
+    /// `finish` the queue is not looked at: nothing takes from it any more (a folder the
+    /// watch limit left out is queued again every rescan interval, so a stop often finds
+    /// one waiting).
     func quiesce(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         var quietSince: ContinuousClock.Instant?
+        let finished = task.map { _ in stop.isStopped } ?? false
         try await eventually("quiet", sourceLocation: sourceLocation) {
-            let quiet = try live.queue.waiting == 0 && !live.isBusy && live.pass.runner.provider.state.pendingOperations().isEmpty
+            let settled = finished || live.queue.waiting == 0
+            let quiet = try settled && !live.isBusy && live.pass.runner.provider.state.pendingOperations().isEmpty
             if !quiet { quietSince = nil } else if quietSince == nil { quietSince = .now }
             return quietSince.map { ContinuousClock.now - $0 >= .milliseconds(150) } ?? false
         }
