@@ -35,11 +35,13 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel"]),
+        .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel", "SystemCalls"]),
+        // Linux calls that Swift's Glibc module does not declare.
+        .target(name: "SystemCalls"),
         // Content digests, pure; fast in debug builds too (the test suite hashes bundles).
         .target(name: "ContentHash", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Replica", dependencies: [
-            "SyncEngine", "SyncModel", .product(name: "Logging", package: "swift-log"),
+            "SyncEngine", "SyncModel", "SystemCalls", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",

@@ -70,17 +70,31 @@ public final class DomainService: Sendable {
     /// Closes the remote's connections.
     public func close() async { await store.close() }
 
-    /// Runs passes until one finds nothing to do (at most `maxPasses`).
+    /// Runs passes until one finds nothing to do (at most `maxPasses`). Files held open for
+    /// writing are waited for a few seconds (an app may be just closing them); still held,
+    /// they are named with the processes holding them.
     public func runOnce(maxPasses: Int = 6) async -> Outcome {
         var last = ""
-        for _ in 0..<maxPasses {
+        var heldWaits = 0
+        var passes = 0
+        while passes < maxPasses {
+            passes += 1
             if stop.isStopped { return .unfinished("stopped before both sides agreed") }
             do {
                 let result = try await pass.run()
                 result.log(to: logger)
                 monitor.passFinished(result)  // `status` shows when both sides last agreed
-                if !result.heldBack.isEmpty {
-                    last = "\(result.heldBack.count) file(s) are still open for writing, such as \(result.heldBack.keys.min()!); run again when they are closed"
+                if let held = result.heldBack.keys.min() {
+                    let holders = OpenWriters.describe(at: pass.runner.folder.absolute(held))
+                    last = "\(result.heldBack.count) file(s) are still open for writing, such as \(held)"
+                        + (holders.map { " (by \($0))" } ?? "") + "; run again when they are closed"
+                    // 0.25 + 0.5 + 1 + 2 + 4 s, and these passes do not count.
+                    if heldWaits < 5 {
+                        logger.info("\(last.prefix { $0 != ";" }); waiting for them")
+                        try? await Task.sleep(for: .milliseconds(250 << heldWaits))
+                        heldWaits += 1
+                        passes -= 1
+                    }
                     continue
                 }
                 if result.steps == 0 || result.report.completes(result.steps) { return .converged }

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import SyncEngine
+import SystemCalls
 
 extension LocalDirectoryStore {
     public func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
@@ -137,6 +138,36 @@ extension LocalDirectoryStore {
         }
         syncDirectory(fullPath(destination.parent))
         return true
+    }
+
+    /// One `renameat2(RENAME_EXCHANGE)` under the store lock, after the bundle's version is
+    /// checked under the same lock: no other tidesync process can change it in between.
+    /// False where the file system has no exchange (the caller uses two moves).
+    public func exchangeBundle(_ path: RemotePath, with replacement: RemotePath,
+                               version: ETag) async throws(ProviderError) -> Bool {
+        try checkRoot()
+        return try lock.withLock { () throws(ProviderError) -> Bool in
+            guard let status = try FileStatus.of(fullPath(path)) else {
+                throw ProviderError(.noSuchItem, "\(path) does not exist in the store")
+            }
+            guard status.kind == .folder else {
+                throw ProviderError(.versionMismatch, "\(path) is no longer a bundle in the store")
+            }
+            let members = BundleManifest.members(of: path, in: try walk(path))
+            let current = BundleManifest.bundleEntry(try entry(for: path, status: status), members: members)
+            guard current.etag?.sameValue(as: version) == true else {
+                throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")
+            }
+            guard try FileStatus.of(fullPath(replacement))?.kind == .folder else {
+                throw ProviderError(.noSuchItem, "\(replacement) does not exist in the store")
+            }
+            if RenameAt2.rename(fullPath(replacement), fullPath(path), flags: RenameAt2.exchange) != 0 {
+                if errno == ENOSYS || errno == EINVAL { return false }
+                throw SystemError.providerError(errno, "cannot exchange \(replacement) with \(path) in the store")
+            }
+            syncDirectory(fullPath(path.parent))
+            return true
+        }
     }
 
     public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {

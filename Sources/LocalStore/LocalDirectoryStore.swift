@@ -26,11 +26,12 @@ public struct LocalDirectoryStore: RemoteStore {
         self.lock = StoreLock(path: trimmed + "/" + Self.lockName)
     }
 
-    static let internalPrefix = ".tidesync-"
     static let lockName = ".tidesync-store.lock"
 
-    /// True for names the store uses for itself (lock, temporaries); never listed.
-    public static func isInternal(name: String) -> Bool { name.hasPrefix(internalPrefix) }
+    /// True for names the store uses for itself (its lock, its temporary files); never
+    /// listed. The engine's own scratch names (a bundle being built or set aside) are
+    /// listed like on any server: a walk that finds one knows a bundle write is under way.
+    public static func isInternal(name: String) -> Bool { name == lockName || name.hasPrefix(TemporaryName.prefix) }
 
     func fullPath(_ path: RemotePath) -> String {
         path.isRoot ? root : root + "/" + path.components.joined(separator: "/")
@@ -71,6 +72,11 @@ public struct LocalDirectoryStore: RemoteStore {
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
         try checkRoot()
+        return try walk(path)
+    }
+
+    /// Every entry below the folder at `path`, listed folder by folder.
+    func walk(_ path: RemotePath) throws(ProviderError) -> [RemoteEntry] {
         var result: [RemoteEntry] = []
         var folders = [path]
         while let folder = folders.popLast() {

@@ -12,6 +12,7 @@ import Darwin
 #endif
 import Foundation
 import SyncEngine
+import SystemCalls
 
 extension LocalFolder {
     /// Puts the bundle built in the directory `temporary` at `path`; `replacing` is the stat

@@ -68,13 +68,22 @@ public enum BundleManifest {
 
     /// `entries` with every bundle as one entry of kind `bundle` (version derived from its
     /// members, size their total) and its members taken out, plus the members by bundle.
-    /// The engine's own temporaries are left out.
+    /// The engine's own temporaries are left out; `swapping` holds the folders where a
+    /// client has a bundle's old version set aside (`.tidesync-bundle-TOKEN-old`): a bundle
+    /// missing from such a folder may be between the two moves of its replacement.
     public static func collapse(_ entries: [RemoteEntry], rule: BundleRule)
-        -> (entries: [RemoteEntry], members: [RemotePath: [RemoteEntry]]) {
+        -> (entries: [RemoteEntry], members: [RemotePath: [RemoteEntry]], swapping: Set<RemotePath>) {
         var kept: [RemoteEntry] = []
         var members: [RemotePath: [RemoteEntry]] = [:]
+        var swapping: Set<RemotePath> = []
         kept.reserveCapacity(entries.count)
-        for entry in entries where !entry.path.components.contains(where: { $0.hasPrefix(scratchPrefix) }) {
+        for entry in entries {
+            if entry.path.components.contains(where: { $0.hasPrefix(scratchPrefix) }) {
+                if entry.path.name.hasPrefix(scratchPrefix + "bundle-"), entry.path.name.hasSuffix(asideSuffix) {
+                    swapping.insert(entry.path.parent)
+                }
+                continue
+            }
             if let bundle = rule.enclosingBundle(of: entry.path) {
                 members[bundle, default: []].append(entry)
             } else {
@@ -85,7 +94,18 @@ public enum BundleManifest {
             let inside = members[kept[index].path] ?? []
             kept[index] = bundleEntry(kept[index], members: inside)
         }
-        return (kept, members)
+        return (kept, members, swapping)
+    }
+
+    /// How the name of a bundle's old version set aside ends.
+    public static let asideSuffix = "-old"
+
+
+    /// The members of the bundle at `root` among `descendants` (everything the store lists
+    /// below it): the engine's temporaries inside are not members.
+    public static func members(of root: RemotePath, in descendants: [RemoteEntry]) -> [RemoteEntry] {
+        let depth = root.components.count
+        return descendants.filter { !$0.path.components.dropFirst(depth).contains { $0.hasPrefix(scratchPrefix) } }
     }
 
     /// The entry of the bundle whose root folder the store lists as `root`, holding `members`.

@@ -54,9 +54,22 @@ public protocol RemoteStore: Sendable {
     /// must be free, on the server, without the bytes passing through the client. Returns
     /// false when the store cannot copy (the caller then uploads instead).
     func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool
+
+    /// Swaps the bundle at `path` with the folder at `replacement` in one atomic step, if
+    /// the bundle's version (`BundleManifest.bundleEntry`, derived from its members) is still
+    /// `version`: a reader sees the old bundle or the new one, never none. The old version
+    /// is left at `replacement`. `versionMismatch` when the bundle changed, `noSuchItem` when
+    /// it is gone. Returns false when the store cannot (WebDAV has no exchange: the caller
+    /// then sets the old version aside and moves the new one in).
+    func exchangeBundle(_ path: RemotePath, with replacement: RemotePath,
+                        version: ETag) async throws(ProviderError) -> Bool
 }
 
 extension RemoteStore {
     /// Stores without a server-side copy say so.
     public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool { false }
+
+    /// Stores without an atomic exchange say so.
+    public func exchangeBundle(_ path: RemotePath, with replacement: RemotePath,
+                               version: ETag) async throws(ProviderError) -> Bool { false }
 }

@@ -21,7 +21,7 @@ public struct BundleScratch: Sendable, Hashable {
 
     public init(beside target: RemotePath, token: String) throws(ProviderError) {
         building = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)")
-        aside = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)-old")
+        aside = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)\(BundleManifest.asideSuffix)")
     }
 }
 
@@ -34,10 +34,7 @@ extension SyncProvider {
         guard root.kind == .folder || root.kind == .bundle else {
             throw ProviderError(.versionMismatch, "\(path) is no longer a bundle on the server")
         }
-        let depth = path.components.count
-        let members = try await store.descendants(of: path).filter {
-            !$0.path.components.dropFirst(depth).contains { $0.hasPrefix(BundleManifest.scratchPrefix) }
-        }
+        let members = BundleManifest.members(of: path, in: try await store.descendants(of: path))
         return (BundleManifest.bundleEntry(root, members: members), members)
     }
 
@@ -157,13 +154,24 @@ extension SyncProvider {
     }
 
     /// Puts the new version built at `scratch.building` in place of the bundle at `path`,
-    /// whose version must be `base` (nil: nothing may be there). The old version is checked
-    /// just before and, set aside, once more after the new one is in — so the bundle is
-    /// missing only between two renames. Changed by another client in between, it goes back
-    /// and ours is withdrawn (`versionMismatch`: the next plan keeps both versions).
+    /// whose version must be `base` (nil: nothing may be there). Where the store can, one
+    /// guarded exchange (the old version, then at `building`, is exactly `base` and deleted;
+    /// after a crash the clean-up deletes it as it would a half-built version). Elsewhere the
+    /// old version is checked just before and, set aside, once more after the new one is in
+    /// — so the bundle is missing only between two renames. Changed by another client in
+    /// between, it goes back and ours is withdrawn (`versionMismatch`: the next plan keeps
+    /// both versions).
     func swapIn(_ scratch: BundleScratch, at path: RemotePath, base: ETag?) async throws(ProviderError) {
         guard let base else {
             _ = try await store.move(scratch.building, to: path, version: nil)
+            return
+        }
+        let exchanged: Bool
+        do { exchanged = try await store.exchangeBundle(path, with: scratch.building, version: base) } catch where error.code == .noSuchItem {
+            throw ProviderError(.versionMismatch, "\(path) was deleted on the server since version \(base)")
+        }
+        if exchanged {
+            try await removeIfPresent(scratch.building)
             return
         }
         try await requireBundleVersion(at: path, base)

@@ -90,7 +90,8 @@ extension SyncProvider: ReplicatedProvider {
     /// `changes(since:)` against `base`, the state DB's rows the caller already read (a pass
     /// reads them once for this and for its plan).
     public func changes(since anchor: SyncAnchor?, base: [ItemRecord]) async throws(ProviderError) -> ChangeBatch {
-        let entries = BundleManifest.collapse(try await store.descendants(of: .root), rule: bundles).entries
+        let listing = BundleManifest.collapse(try await store.descendants(of: .root), rule: bundles)
+        var entries = listing.entries
         var snapshot: [RemotePath: RemoteEntry] = [:]
         snapshot.reserveCapacity(entries.count)
         for entry in entries { snapshot[entry.path] = entry }
@@ -101,6 +102,16 @@ extension SyncProvider: ReplicatedProvider {
         for index in tree.indices {
             let record = tree[index], path = tree.paths[index]
             recorded.insert(path)
+            if snapshot[path] == nil, record.kind == .bundle, listing.swapping.contains(path.parent) {
+                // Another client may be between the two moves that replace it (WebDAV has
+                // no exchange): taken as unchanged until a walk finds it or finds it gone
+                // with nothing set aside.
+                let kept = RemoteEntry(path: path, kind: .bundle, size: record.size, etag: record.remoteETag,
+                                       fileID: record.remoteFileID)
+                snapshot[path] = kept
+                entries.append(kept)
+                continue
+            }
             guard let entry = snapshot[path] else {
                 if record.remoteETag != nil || record.kind == .folder { deleted.append(record.id) }
                 continue

@@ -39,8 +39,10 @@ import Testing
             folder("A.app"), folder("A.app/Contents"), file("A.app/Contents/x", etag: "1", size: 3),
             RemoteEntry(path: p("A.app/Contents/link"), kind: .symlink, size: 0, etag: ETag(value: "s"), symlinkTarget: "x"),
             file("plain.txt", etag: "p"), folder(".tidesync-bundle-T"), file(".tidesync-bundle-T/y", etag: "9"),
+            folder("docs/.tidesync-bundle-U-old"), file("docs/.tidesync-bundle-U-old/z", etag: "8"),
         ]
-        let (entries, members) = BundleManifest.collapse(listing, rule: .standard)
+        let (entries, members, swapping) = BundleManifest.collapse(listing, rule: .standard)
+        #expect(swapping == [p("docs")], "a folder holding an old version set aside is being swapped in")
         #expect(Set(entries.map(\.path)) == [p("A.app"), p("plain.txt")])
         let bundle = try! #require(entries.first { $0.path == p("A.app") })
         #expect(bundle.kind == .bundle)

@@ -166,6 +166,31 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("a bundle caught between the two moves of another client's replacement is not taken as deleted",
+          arguments: Remote.available)
+    func betweenTwoMoves(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.makeBundle(world, "docs/Swap.app", files: 6)
+            try world.write("docs/other.txt", "other")
+            try await world.sync()
+            let before = try #require(try Self.row(world, "docs/Swap.app"))
+            // Another client set the old version aside and has not moved its new one in yet.
+            let aside = "docs/.tidesync-bundle-0C1A1D2B-old"
+            #expect(rename(world.onServer("docs/Swap.app"), world.onServer(aside)) == 0)
+            try await world.sync()
+            #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")),
+                    "the local bundle was deleted while the server's was between two moves")
+            #expect(try Self.row(world, "docs/Swap.app")?.remoteETag == before.remoteETag)
+            // The other client then gave up and deleted it: with nothing set aside, the next walk deletes it here.
+            try FileManager.default.removeItem(atPath: world.onServer(aside))
+            try await world.sync()
+            #expect(!FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
+            #expect(try Self.row(world, "docs/Swap.app") == nil)
+            #expect(world.serverText("docs/other.txt") == "other")
+            try await world.expectAgreement()
+        }
+    }
+
     @Test("while a 200-member bundle is replaced, every listing of it is the whole old or the whole new version",
           arguments: Remote.available)
     func atomicReplacement(_ remote: Remote) async throws {
@@ -200,6 +225,10 @@ struct BundleScenarioTests {
                 }
             }
             #expect(olds + news > 5, "the reader saw few listings: old \(olds), new \(news), absent \(absent)")
+            if remote == .localDirectory {
+                // The local store swaps the two versions in one RENAME_EXCHANGE: never absent.
+                #expect(absent == 0, "the bundle was missing from \(absent) listings")
+            }
             print("atomic replacement (\(remote)): \(seen.count) listings: \(olds) old, \(news) new, \(absent) absent")
         }
     }

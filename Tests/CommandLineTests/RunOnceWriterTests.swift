@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tidesync run --once` and files another process holds open for writing: a writer that
+/// closes within a few seconds is waited for; one that does not is named, with its process.
+@Suite("run --once and open writers", .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
+final class RunOnceWriterTests: @unchecked Sendable {
+    let home: String
+    let local: String
+    let store: String
+
+    init() throws {
+        home = NSTemporaryDirectory() + "tidesync-writers-" + UUID().uuidString
+        local = home + "/Cloud"
+        store = home + "/store"
+        for folder in [local, store, home + "/.config/tidesync"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        let config = "[[domain]]\nname = \"w\"\nlocal = \"~/Cloud\"\nremote = \"file://\(store)\"\n"
+        try Data(config.utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: home) }
+
+    /// A shell that opens `path` for appending on descriptor 3, then sleeps `seconds` (the
+    /// `sleep` process holds the descriptor).
+    func holdOpen(_ path: String, seconds: Int) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec 3>>\"$1\"; exec sleep \(seconds)", "sh", path]
+        try process.run()
+        return process
+    }
+
+    func runOnce() async throws -> Binary.Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binary.path!)
+        process.arguments = ["run", "--once"]
+        process.environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
+                               "PATH": "/usr/bin:/bin"]
+        let log = home + "/run.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        await CrashRecoveryTests.exit(of: process)
+        let errors = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
+        return Binary.Result(status: process.terminationStatus, output: "", errors: errors)
+    }
+
+    /// Waits until `process` holds a descriptor to `path` (the shell has opened it).
+    func waitUntilHeld(_ path: String, by process: Process) async throws {
+        for _ in 0..<500 {
+            let fds = "/proc/\(process.processIdentifier)/fd"
+            let held = ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0)) == path
+            }
+            if held { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("the writer never opened \(path)")
+    }
+
+    @Test("a file held open for writing throughout is not uploaded, and the message names the process holding it")
+    func namesTheWriter() async throws {
+        let path = local + "/report.txt"
+        try Data("half written".utf8).write(to: URL(fileURLWithPath: path))
+        let writer = try holdOpen(path, seconds: 60)
+        defer { kill(writer.processIdentifier, SIGKILL) }
+        try await waitUntilHeld(path, by: writer)
+        let result = try await runOnce()
+        #expect(result.status != 0, "run --once reported success with a file open for writing")
+        #expect(result.errors.contains("still open for writing, such as report.txt"), "\(result.errors)")
+        #expect(result.errors.contains("sleep (pid \(writer.processIdentifier))"), "\(result.errors)")
+        #expect(!FileManager.default.fileExists(atPath: store + "/report.txt"), "uploaded while a writer held it")
+    }
+
+    @Test("a writer that closes the file within a second is waited for; the file is then uploaded")
+    func waitsForAShortWriter() async throws {
+        let path = local + "/Notes.rtfd/TXT.rtf"
+        try FileManager.default.createDirectory(atPath: local + "/Notes.rtfd", withIntermediateDirectories: true)
+        try Data("first draft".utf8).write(to: URL(fileURLWithPath: path))
+        let writer = try holdOpen(path, seconds: 1)
+        defer { kill(writer.processIdentifier, SIGKILL) }
+        try await waitUntilHeld(path, by: writer)
+        let result = try await runOnce()
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.contains("waiting for them"), "the writer was not seen: \(result.errors)")
+        #expect(FileManager.default.contents(atPath: store + "/Notes.rtfd/TXT.rtf") == Data("first draft".utf8))
+    }
+}
