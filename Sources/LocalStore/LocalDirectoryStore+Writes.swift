@@ -173,7 +173,7 @@ extension LocalDirectoryStore {
     public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
         try checkRoot()
         guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the store's root") }
-        let trash = fullPath(path.parent) + "/" + TemporaryName.make()
+        let trash = fullPath(path.parent) + "/" + TemporaryName.makeTrash()
         let kind = try lock.withLock { () throws(ProviderError) -> ItemKind in
             if let version { try check(.mustMatch(version), at: fullPath(path), path: path) }
             guard let status = try FileStatus.of(fullPath(path)) else {

@@ -20,13 +20,24 @@ enum TemporaryName {
         "\(prefix)\(UInt64.random(in: 0...UInt64.max))-\(UInt32.random(in: 0...UInt32.max))"
     }
 
+    /// Where a deleted folder goes to be removed: `.tidesync-tmp-trash-RANDOM`. Nothing in
+    /// it is wanted any more from the moment of the rename, so a walk that finds one (its
+    /// deleter was killed) removes it at once, whatever its age.
+    static func makeTrash() -> String {
+        "\(trashPrefix)\(UInt64.random(in: 0...UInt64.max))-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    static let trashPrefix = prefix + "trash-"
+
     /// Removes `directory/name` when it is a temporary whose writer is gone.
     static func removeIfStale(name: String, in directory: String) {
         guard name.hasPrefix(prefix) else { return }
         let path = directory + "/" + name
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
-        if st.st_mode & S_IFMT == S_IFREG {
+        if name.hasPrefix(trashPrefix) {
+            try? FileManager.default.removeItem(atPath: path)
+        } else if st.st_mode & S_IFMT == S_IFREG {
             let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { return }
             defer { close(fd) }
