@@ -59,6 +59,11 @@ final class CrashingStore: RemoteStore {
         try write()
         return try await inner.copy(source, to: destination)
     }
+
+    func exchangeBundle(_ path: RemotePath, with replacement: RemotePath, version: ETag) async throws(ProviderError) -> Bool {
+        try write()
+        return try await inner.exchangeBundle(path, with: replacement, version: version)
+    }
 }
 
 /// A bundle write cut off after every possible number of requests, then cleaned up as a
