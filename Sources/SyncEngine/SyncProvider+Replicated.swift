@@ -99,13 +99,18 @@ extension SyncProvider: ReplicatedProvider {
         var updated: [RemoteEntry] = []
         var deleted: [ItemIdentifier] = []
         var recorded: Set<RemotePath> = []
+        let waits = swapWaits.withLock { $0 }
+        var stillWaiting: [RemotePath: Int] = [:]
+        defer { swapWaits.withLock { $0 = stillWaiting } }
         for index in tree.indices {
             let record = tree[index], path = tree.paths[index]
             recorded.insert(path)
-            if snapshot[path] == nil, record.kind == .bundle, listing.swapping.contains(path.parent) {
+            if snapshot[path] == nil, record.kind == .bundle, listing.swapping.contains(path.parent),
+               waits[path, default: 0] < Self.swapWalks {
                 // Another client may be between the two moves that replace it (WebDAV has
-                // no exchange): taken as unchanged until a walk finds it or finds it gone
-                // with nothing set aside.
+                // no exchange): taken as unchanged until a walk finds it, finds it gone with
+                // nothing set aside, or has found it so `swapWalks` times in a row.
+                stillWaiting[path] = waits[path, default: 0] + 1
                 let kept = RemoteEntry(path: path, kind: .bundle, size: record.size, etag: record.remoteETag,
                                        fileID: record.remoteFileID)
                 snapshot[path] = kept

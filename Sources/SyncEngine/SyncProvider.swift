@@ -5,6 +5,7 @@
 // file), so nothing is written twice over data it did not see.
 
 import Foundation
+import Synchronization
 
 /// The engine: the File Provider's replicated extension over a `RemoteStore` and a
 /// `StateStore`. It never touches the sync folder; the replica hands it files to upload and
@@ -23,6 +24,13 @@ public final class SyncProvider: Sendable {
     /// Which folders are bundles, synced as one item.
     public let bundles: BundleRule
     let folders = FolderIndex()
+    /// Bundles found missing beside another client's old version set aside, with how many
+    /// walks in a row found them so (`changes(since:)`).
+    let swapWaits = Mutex<[RemotePath: Int]>([:])
+    /// How many walks in a row a bundle may be missing beside a version set aside before it
+    /// is taken as deleted: a real swap lasts milliseconds; one that outlasts this many
+    /// walks is a client that crashed in the middle (its restart puts the old one back).
+    public static let swapWalks = 3
 
     public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
                 bundles: BundleRule = .standard) {

@@ -171,17 +171,35 @@ struct BundleScenarioTests {
     func betweenTwoMoves(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "docs/Swap.app", files: 6)
+            try Self.makeBundle(world, "docs/Gone.app", files: 3)
             try world.write("docs/other.txt", "other")
             try await world.sync()
             let before = try #require(try Self.row(world, "docs/Swap.app"))
-            // Another client set the old version aside and has not moved its new one in yet.
+            // Another client set the old version aside and has not moved its new one in yet;
+            // a third deleted Gone.app meanwhile.
             let aside = "docs/.tidesync-bundle-0C1A1D2B-old"
             #expect(rename(world.onServer("docs/Swap.app"), world.onServer(aside)) == 0)
+            try FileManager.default.removeItem(atPath: world.onServer("docs/Gone.app"))
+            for walk in 1...SyncProvider.swapWalks {
+                try await world.sync()
+                #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")),
+                        "walk \(walk): the local bundle was deleted while the server's was between two moves")
+                #expect(try Self.row(world, "docs/Swap.app")?.remoteETag == before.remoteETag)
+            }
+            // Still missing after that many walks: the other client crashed in the middle.
+            // (Any bundle missing from that folder waited too: the name set aside does not
+            // say which bundle it belongs to.)
             try await world.sync()
-            #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")),
-                    "the local bundle was deleted while the server's was between two moves")
-            #expect(try Self.row(world, "docs/Swap.app")?.remoteETag == before.remoteETag)
-            // The other client then gave up and deleted it: with nothing set aside, the next walk deletes it here.
+            #expect(!FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
+            #expect(!FileManager.default.fileExists(atPath: world.local("docs/Gone.app")))
+            // Its restart puts the old version back, which comes back here.
+            #expect(rename(world.onServer(aside), world.onServer("docs/Swap.app")) == 0)
+            try await world.sync()
+            #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")))
+            // Set aside again and then deleted (nothing set aside any more): deleted here at once.
+            #expect(rename(world.onServer("docs/Swap.app"), world.onServer(aside)) == 0)
+            try await world.sync()
+            #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
             try FileManager.default.removeItem(atPath: world.onServer(aside))
             try await world.sync()
             #expect(!FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
