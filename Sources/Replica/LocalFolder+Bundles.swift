@@ -23,20 +23,7 @@ extension LocalFolder {
         let target = absolute(path)
         do throws(ProviderError) {
             if let replacing {
-                try require(path, holds: replacing, kind: .bundle)
-                if RenameAt2.rename(temporary.path, target, flags: RenameAt2.exchange) != 0 {
-                    guard errno == ENOSYS || errno == EINVAL else { throw Self.error(errno, "cannot put \(target) in place") }
-                    // No exchange on this file system: the old bundle steps aside first.
-                    let aside = temporaryURL(beside: path).path
-                    try renameOrThrow(target, to: aside)
-                    do throws(ProviderError) { try renameOrThrow(temporary.path, to: target) } catch {
-                        _ = rename(aside, target)
-                        throw error
-                    }
-                    try? FileManager.default.removeItem(atPath: aside)
-                } else {
-                    try? FileManager.default.removeItem(atPath: temporary.path)  // the old bundle, now here
-                }
+                try replace(path, with: temporary.path, replacing: replacing, kind: .bundle)
             } else if RenameAt2.rename(temporary.path, target, flags: RenameAt2.noReplace) != 0 {
                 if errno == EEXIST {
                     throw ProviderError(.versionMismatch, "\(target) appeared since it was looked at; it is kept and looked at again")
@@ -61,11 +48,14 @@ extension LocalFolder {
     /// True when some process holds a file of the bundle at `path` open for writing (see
     /// `isOpenForWriting`): the bundle is not read until it is closed.
     public func bundleHasWriter(_ path: RemotePath) -> Bool {
-        guard let bundle = bundle(at: path) else { return false }
+        bundleHasWriter(atAbsolute: absolute(path), path: path)
+    }
+
+    /// `bundleHasWriter` of the bundle directory at the absolute path `directory`.
+    func bundleHasWriter(atAbsolute directory: String, path: RemotePath) -> Bool {
+        guard let bundle = LocalBundle.scan(at: directory, path: path) else { return false }
         return bundle.members.contains { member in
-            guard member.kind == .file, let relative = try? RemotePath(string: member.relativePath),
-                  let memberPath = try? RemotePath(path.components + relative.components) else { return false }
-            return isOpenForWriting(memberPath)
+            member.kind == .file && Self.isOpenForWriting(atAbsolute: directory + "/" + member.relativePath)
         }
     }
 

@@ -11,6 +11,7 @@ import Darwin
 #endif
 import Foundation
 import SyncEngine
+import SystemCalls
 
 /// The sync folder, as the reconciliation writes to it. Every write is guarded by what the
 /// plan saw (a stat, or "nothing here"): when the user changed something meanwhile, the
@@ -68,8 +69,7 @@ public struct LocalFolder: Sendable {
         }
         do {
             if let replacing {
-                try require(path, holds: replacing, kind: .file)
-                try renameOrThrow(temporary.path, to: target)
+                try replace(path, with: temporary.path, replacing: replacing, kind: .file)
             } else {
                 try linkNew(temporary.path, at: target, path: path)
             }
@@ -266,6 +266,71 @@ public struct LocalFolder: Sendable {
         }
     }
 
+    /// Puts the downloaded `temporary` (beside `path`) in the place of the file or bundle at
+    /// `path`, which must still have `replacing`. One `RENAME_EXCHANGE`, after which the old
+    /// item — now under the temporary name, where no program looks for it — is checked once
+    /// more: written after the first check, or held open for writing by a process (whose
+    /// next writes would go to a file no longer in the folder), it is exchanged back and
+    /// the download withdrawn (`versionMismatch`: the next pass sees the local change and
+    /// keeps both). Otherwise the old item is removed. Where the file system has no
+    /// exchange, the old item is renamed aside (a bundle) or replaced (a file) after the
+    /// check. On a throw, `temporary` holds the download (or nothing) and is the caller's.
+    func replace(_ path: RemotePath, with temporary: String, replacing: LocalStat, kind: ItemKind) throws(ProviderError) {
+        let target = absolute(path)
+        try require(path, holds: replacing, kind: kind)
+        guard RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) == 0 else {
+            guard errno == ENOSYS || errno == EINVAL else { throw Self.error(errno, "cannot put \(target) in place") }
+            guard kind == .bundle else { return try renameOrThrow(temporary, to: target) }
+            // A directory cannot be renamed over a full one: the old bundle steps aside first.
+            let aside = temporaryURL(beside: path).path
+            try renameOrThrow(target, to: aside)
+            do throws(ProviderError) { try renameOrThrow(temporary, to: target) } catch {
+                _ = rename(aside, target)
+                throw error
+            }
+            try? FileManager.default.removeItem(atPath: aside)
+            return
+        }
+        // `temporary` now names the old item.
+        let old = kind == .bundle ? LocalBundle.scan(at: temporary, path: path)?.stat : LocalScanner.entry(at: temporary, path: path)?.stat
+        let held = kind == .bundle ? bundleHasWriter(atAbsolute: temporary, path: path) : Self.isOpenForWriting(atAbsolute: temporary)
+        guard old == replacing, !held else {
+            if RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) != 0 {
+                // Never expected (the same two names were just exchanged); the user's
+                // version must stay in sight whatever happens to the download.
+                let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
+                guard rename(temporary, kept) == 0 else {
+                    throw Self.error(errno, "\(target) changed while it was replaced and could not be put back; it is at \(temporary)")
+                }
+                throw ProviderError(.versionMismatch, "\(target) changed while it was replaced; it is kept as \(kept)")
+            }
+            if held { throw Self.heldError(target) }
+            throw ProviderError(.versionMismatch, "\(target) changed while it was replaced; it is kept and looked at again")
+        }
+        if kind == .bundle { try? FileManager.default.removeItem(atPath: temporary) } else { unlink(temporary) }
+    }
+
+    /// Fails with `locked` (retried later) while a process holds the file at `path` (or a
+    /// file of the bundle) open for writing: replacing it now would send that program's
+    /// next writes to a file no longer in the folder.
+    public func requireNoWriter(_ path: RemotePath, kind: ItemKind) throws(ProviderError) {
+        let held = kind == .bundle ? bundleHasWriter(path) : isOpenForWriting(path)
+        if held { throw Self.heldError(absolute(path)) }
+    }
+
+    static func heldError(_ target: String) -> ProviderError {
+        ProviderError(.locked, "\(target) changed on the server but is open for writing in a program"
+                      + (OpenWriters.describe(at: target).map { " (\($0))" } ?? "") + "; it is replaced once it is closed")
+    }
+
+    /// A visible name beside `name` for a version that could not be put back.
+    static func keptName(for name: String) -> String {
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        let tag = " (kept \(UUID().uuidString.prefix(8)))"
+        guard let dot else { return name + tag }
+        return String(name[..<dot]) + tag + String(name[dot...])
+    }
+
     /// Puts `source` at `target`, failing with `versionMismatch` when something is there;
     /// the caller removes `source` when this throws.
     private func linkNew(_ source: String, at target: String, path: RemotePath) throws(ProviderError) {
@@ -340,7 +405,12 @@ extension LocalFolder {
     /// too. The lease needs ownership of the file or CAP_LEASE; where it cannot be taken
     /// the answer is false and the quiet period alone protects the upload.
     public func isOpenForWriting(_ path: RemotePath) -> Bool {
-        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        Self.isOpenForWriting(atAbsolute: absolute(path))
+    }
+
+    /// `isOpenForWriting` of the file at the absolute path `file`.
+    static func isOpenForWriting(atAbsolute file: String) -> Bool {
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         // F_SETLEASE = F_LINUX_SPECIFIC_BASE + 0; F_RDLCK = 0, F_UNLCK = 2.

@@ -131,6 +131,7 @@ extension PlanRunner {
     /// bundle right after is a change the next pass sees.
     private func downloadBundle(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
                                 operation: Int64?, temporary: URL, progress: TransferProgress?) async throws(ProviderError) {
+        if replacing != nil { try folder.requireNoWriter(path, kind: .bundle) }
         let listing = try await fetchBundle(path, version: version, into: temporary, progress: progress)
         let built: LocalBundle, members: [BundleMember]
         do throws(ProviderError) {

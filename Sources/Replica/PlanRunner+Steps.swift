@@ -147,6 +147,7 @@ extension PlanRunner {
     private func download(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
                           operation: Int64?, temporary: URL, context: Context,
                           progress: TransferProgress?) async throws(ProviderError) {
+        if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
         let etag = try await provider.download(path, version: version, into: temporary, progress: progress)
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: etag)
         let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)

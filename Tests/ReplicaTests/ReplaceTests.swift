@@ -1,0 +1,68 @@
+import Foundation
+import Replica
+import SyncEngine
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Installing a download over a local file or bundle: one exchange, and the old item
+/// checked again afterwards, so a program that still writes to it loses nothing.
+@Suite struct ReplaceTests {
+    func p(_ s: String) -> RemotePath { try! RemotePath(string: s) }
+
+    func folder() throws -> (LocalFolder, String) {
+        let root = NSTemporaryDirectory() + "tidesync-replace-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        return (LocalFolder(root: root), root)
+    }
+
+    @Test func aFileHeldOpenForWritingAtTheExchangeIsPutBack() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: root + "/f.txt"))
+        let before = try #require(folder.entry(at: p("f.txt"))).stat
+        let download = folder.temporaryURL(beside: p("f.txt"))
+        try Data("theirs".utf8).write(to: download)
+        // Opened after any earlier check: only the check after the exchange can see it.
+        let writer = open(root + "/f.txt", O_WRONLY | O_APPEND)
+        defer { close(writer) }
+        #expect(throws: ProviderError.self) {
+            try folder.install(download, at: p("f.txt"), replacing: before, modificationDate: nil)
+        }
+        #expect(folder.entry(at: p("f.txt"))?.stat == before, "the user's file is not back in place")
+        #expect(write(writer, "+", 1) == 1)
+        #expect(try String(contentsOfFile: root + "/f.txt", encoding: .utf8) == "mine+")
+    }
+
+    @Test func aFileNotHeldIsReplacedAndTheOldOneRemoved() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: root + "/f.txt"))
+        let before = try #require(folder.entry(at: p("f.txt"))).stat
+        let download = folder.temporaryURL(beside: p("f.txt"))
+        try Data("theirs".utf8).write(to: download)
+        _ = try folder.install(download, at: p("f.txt"), replacing: before, modificationDate: nil)
+        #expect(try String(contentsOfFile: root + "/f.txt", encoding: .utf8) == "theirs")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["f.txt"], "the old file was left behind")
+    }
+
+    @Test func aBundleWithAMemberHeldAtTheExchangeIsPutBack() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/A.app/Contents", withIntermediateDirectories: true)
+        try Data("v1".utf8).write(to: URL(fileURLWithPath: root + "/A.app/Contents/x"))
+        let before = try #require(folder.bundle(at: p("A.app"))).stat
+        let download = folder.temporaryURL(beside: p("A.app"))
+        try FileManager.default.createDirectory(atPath: download.path + "/Contents", withIntermediateDirectories: true)
+        try Data("v2".utf8).write(to: URL(fileURLWithPath: download.path + "/Contents/x"))
+        let writer = open(root + "/A.app/Contents/x", O_WRONLY | O_APPEND)
+        defer { close(writer) }
+        #expect(throws: ProviderError.self) { try folder.installBundle(download, at: p("A.app"), replacing: before) }
+        #expect(folder.bundle(at: p("A.app"))?.stat == before)
+        #expect(try String(contentsOfFile: root + "/A.app/Contents/x", encoding: .utf8) == "v1")
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: root)).contains { $0.hasPrefix(".tidesync-") },
+                "the withdrawn download was left behind")
+    }
+}
