@@ -7,7 +7,9 @@ import Glibc
 
 /// Two real `tidesync run` daemons, two sync folders and two state DBs against one
 /// collection of the private Apache, and a seeded random workload (edits, creates, renames,
-/// deletes, folder moves and folder deletes) applied to both folders while both run. After
+/// deletes, folder moves and folder deletes, and bundles rewritten, renamed, deleted and
+/// made, as whole documents) applied to both folders while both run. Every bundle ends as
+/// one whole version, never a mix, and no bundle version is lost. After
 /// quiescence both folders equal the server, and no version a client wrote is lost: every
 /// content a client wrote is still a file somewhere unless some client, having it in front
 /// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
@@ -65,13 +67,32 @@ enum TwoClientSettings {
         for version in lost.sorted() {
             Issue.record("seed \(seed): the version \"\(version)\" was lost; history: \(workload.history(of: version))")
         }
+        // Every bundle is one whole version (never a mix of two), and none is lost.
+        let bundles = TwoClientWorld.bundles(in: remote)
+        for (bundle, members) in bundles.sorted(by: { $0.key < $1.key }) {
+            let tags = Set(members.values.compactMap { Self.bundleTag(of: $0) })
+            if members.count != Workload.bundleMembers.count || tags.count != 1 {
+                Issue.record("seed \(seed): the bundle \(bundle) is not one whole version: \(members.sorted { $0.key < $1.key })")
+            }
+        }
+        let bundleTags = Set(bundles.values.flatMap { $0.values.compactMap { Self.bundleTag(of: $0) } })
+        for tag in workload.liveBundles.subtracting(bundleTags).sorted() {
+            Issue.record("seed \(seed): the bundle version \"\(tag)\" was lost")
+        }
+        for (bundle, members) in bundles where bundle.contains(" (conflicted copy ") {
+            let tag = members.values.first.flatMap { Self.bundleTag(of: $0) } ?? "?"
+            let original = bundles[TwoClientWorld.original(of: bundle)]?.values.first.flatMap { Self.bundleTag(of: $0) }
+            #expect(original != tag, "seed \(seed): the bundle conflict copy \(bundle) holds the same version as its original")
+            #expect(!workload.overwrittenBundles.contains(tag), "seed \(seed): the bundle conflict copy \(bundle) holds an overwritten version")
+        }
         // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
-        for (path, text) in remote.sorted(by: { $0.key < $1.key }) where text != "<folder>" && !workload.written.contains(text) {
+        for (path, text) in remote.sorted(by: { $0.key < $1.key })
+        where text != "<folder>" && !workload.written.contains(text) && TwoClientWorld.bundle(of: path) == nil {
             Issue.record("seed \(seed): \(path) holds \"\(text.prefix(80))\", which no client wrote")
         }
         // Identical bytes are not a conflict, and a version its own client replaced
         // does not come back as a conflict copy.
-        for (path, text) in remote where path.contains(" (conflicted copy ") {
+        for (path, text) in remote where path.contains(" (conflicted copy ") && TwoClientWorld.bundle(of: path) == nil {
             let original = TwoClientWorld.original(of: path)
             #expect(remote[original] != text, "seed \(seed): \(path) holds the same bytes as \(original)")
             // (A version deleted here while the other client moved it comes back: the move
@@ -97,13 +118,40 @@ enum TwoClientSettings {
             let conflicts = try await world.json(client, ["conflicts", "--json", "--limit", "100000"])["conflicts"] as? [[String: Any]] ?? []
             listed.formUnion(conflicts.compactMap { ($0["copy"] as? String).map { ($0 as NSString).lastPathComponent } })
         }
-        for path in remote.keys where path.contains(" (conflicted copy ") {
+        for path in Set(remote.keys.map { TwoClientWorld.bundle(of: $0) ?? $0 }) where path.contains(" (conflicted copy ") {
             #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
         }
         #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
-        print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(world.conflictCopies(remote)) conflict copies")
+        print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
         if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
         try await world.stop()
+    }
+}
+
+extension TwoClientSettings {
+    /// The tag of a bundle member's text (`Workload.memberText`), or nil.
+    static func bundleTag(of text: String) -> String? {
+        guard let range = text.range(of: " member ", options: .backwards) else { return nil }
+        return String(text[..<range.lowerBound])
+    }
+}
+
+extension TwoClientWorld {
+    /// The bundle folder `path` is inside (its first component that is a bundle), or nil.
+    static func bundle(of path: String) -> String? {
+        let parts = path.split(separator: "/")
+        guard let index = parts.firstIndex(where: { Workload.isBundle(name: String($0)) }), index < parts.count - 1 else { return nil }
+        return parts[...index].joined(separator: "/")
+    }
+
+    /// The files of `tree` inside bundles: by bundle, then by path inside it.
+    static func bundles(in tree: [String: String]) -> [String: [String: String]] {
+        var result: [String: [String: String]] = [:]
+        for (path, text) in tree {
+            guard let bundle = bundle(of: path) else { continue }
+            result[bundle, default: [:]][String(path.dropFirst(bundle.count + 1))] = text
+        }
+        return result
     }
 }
 

@@ -34,6 +34,10 @@ struct Workload {
     private(set) var overwritten: Set<String> = []
     private(set) var log: [String] = []
     private var events: [String: [String]] = [:]
+    /// Bundle versions (tags) not yet retired by the client that had them in front of it.
+    var liveBundles: Set<String> = []
+    /// Bundle versions a client rewrote after reading them.
+    var overwrittenBundles: Set<String> = []
 
     init(seed: UInt64) {
         self.seed = seed
@@ -57,10 +61,13 @@ struct Workload {
         for (index, folder) in ["", "docs", "docs/old", "photos", "music", "docs", "photos", ""].enumerated() {
             try create(client, in: folder, name: "start\(index).txt")
         }
+        try createBundle(client, at: "Deck.key")
+        try createBundle(client, at: "docs/Notes.rtfd")
     }
 
     /// One random operation on `client`'s folder as it is now.
     mutating func step(_ client: TwoClientPeer) throws {
+        if random.next(100) < 10 { return try bundleStep(client) }
         let files = Self.list(client.local, folders: false)
         let folders = Self.list(client.local, folders: true)
         switch random.next(100) {
@@ -159,14 +166,15 @@ struct Workload {
         if live.remove(version) != nil { events[version, default: []].append(what) }
     }
 
-    /// Relative paths of the files (or folders) below `root`, leaving out tidesync's own.
+    /// Relative paths of the files (or folders) below `root`, leaving out tidesync's own
+    /// and bundles (which only `bundleStep` touches, as whole documents).
     static func list(_ root: String, folders: Bool) -> [String] {
         var result: [String] = []
         var pending = [""]
         while let folder = pending.popLast() {
             let absolute = folder.isEmpty ? root : root + "/" + folder
             for name in ((try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? []).sorted()
-            where !name.hasPrefix(".") {
+            where !name.hasPrefix(".") && !isBundle(name: name) {
                 let relative = folder.isEmpty ? name : folder + "/" + name
                 var st = stat()
                 guard lstat(absolute + "/" + name, &st) == 0 else { continue }
