@@ -202,6 +202,20 @@ extension SyncWorld {
         return text.split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }
 
+    /// Waits until this collection's lines in Apache's access log stop coming: Apache writes
+    /// a request's line after its response, so a step can be over (the file there) before
+    /// its line is. Returns once the count held for 200 ms; at once for the local store.
+    func accessLogSettled(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        guard remote == .apache else { return }
+        var count = accessLogLines().count
+        var since = ContinuousClock.now
+        try await eventually("the access log to settle", sourceLocation: sourceLocation) {
+            let now = accessLogLines().count
+            if now != count { (count, since) = (now, .now) }
+            return ContinuousClock.now - since >= .milliseconds(200)
+        }
+    }
+
     /// Requests with `method` in the access log lines after the first `since`.
     func requests(_ method: String, since: Int) -> [String] {
         accessLogLines().dropFirst(since).filter { $0.contains("\"\(method) ") }
