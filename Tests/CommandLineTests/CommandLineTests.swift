@@ -9,22 +9,43 @@ enum Binary {
     struct Result { var status: Int32; var output: String; var errors: String }
 
     /// Runs the binary with `arguments` and a clean XDG environment below `home`.
-    static func run(_ arguments: [String], home: String) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path!)
-        process.arguments = arguments
-        process.environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
-                               "PATH": "/usr/bin:/bin"]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                      errors: String(decoding: errors, as: UTF8.self))
+    static func run(_ arguments: [String], home: String) async throws -> Result {
+        try await run(path!, arguments, environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config",
+                                                      "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"])
     }
+
+    /// Runs `executable` to its end and collects what it printed. The pipes are read and the
+    /// exit waited for on a thread of its own (see `onOwnThread`).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]?) async throws -> Result {
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            if let environment { process.environment = environment }
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            try process.run()
+            let output = out.fileHandleForReading.readDataToEndOfFile()
+            let errors = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                          errors: String(decoding: errors, as: UTF8.self))
+        }
+    }
+}
+
+/// Runs blocking `work` (a child process and its pipes, a big file) on a thread of its own
+/// and waits for it without blocking: tests share a few threads (one per core), and a test
+/// blocked in a read or waitpid stalls every other test's tasks and timers.
+func onOwnThread<T>(_ work: @escaping () throws -> T) async throws -> T {
+    let box = UncheckedBox(work)
+    let result = try await withCheckedThrowingContinuation { (done: CheckedContinuation<UncheckedBox<T>, any Error>) in
+        Thread {
+            do { done.resume(returning: UncheckedBox(try box.value())) } catch { done.resume(throwing: error) }
+        }.start()
+    }
+    return result.value
 }
 
 @Suite("tidesync command line", .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
@@ -46,18 +67,18 @@ final class CommandLineTests {
     }
 
     @Test("check-config reads the default path and says OK for a valid file")
-    func validDefault() throws {
+    func validDefault() async throws {
         try FileManager.default.createDirectory(atPath: home + "/Cloud", withIntermediateDirectories: true)
         try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file:///srv/store\"\n")
-        let result = try Binary.run(["check-config"], home: home)
+        let result = try await Binary.run(["check-config"], home: home)
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.output.contains("OK, 1 domain"))
     }
 
     @Test("check-config prints every problem with its position and exits 1")
-    func invalid() throws {
+    func invalid() async throws {
         let path = try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"ftp://x/\"\npol_interval = \"5s\"\n", to: "bad.toml")
-        let result = try Binary.run(["check-config", "--config", path], home: home)
+        let result = try await Binary.run(["check-config", "--config", path], home: home)
         #expect(result.status == 1)
         let lines = result.errors.split(separator: "\n")
         #expect(lines.contains { $0.hasPrefix("\(path):4:") && $0.contains("ftp") })
@@ -65,34 +86,34 @@ final class CommandLineTests {
     }
 
     @Test("check-config on a missing file exits 2 and says where it looked")
-    func missing() throws {
-        let result = try Binary.run(["check-config"], home: home)
+    func missing() async throws {
+        let result = try await Binary.run(["check-config"], home: home)
         #expect(result.status == 2)
         #expect(result.errors.contains(".config/tidesync/config.toml"))
     }
 
     @Test("run --once syncs both ways, exits 0 when both sides agree, and a second run has nothing to do")
-    func runOnce() throws {
+    func runOnce() async throws {
         for folder in ["Cloud", "store"] { try FileManager.default.createDirectory(atPath: home + "/" + folder, withIntermediateDirectories: true) }
         try Data("from the store".utf8).write(to: URL(fileURLWithPath: home + "/store/a.txt"))
         try Data("from here".utf8).write(to: URL(fileURLWithPath: home + "/Cloud/b.txt"))
         try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store\"\n")
-        let result = try Binary.run(["run", "--once"], home: home)
+        let result = try await Binary.run(["run", "--once"], home: home)
         #expect(result.status == 0, "\(result.errors)")
         #expect(result.errors.contains("both sides agree"))
         #expect(try String(contentsOfFile: home + "/Cloud/a.txt", encoding: .utf8) == "from the store")
         #expect(try String(contentsOfFile: home + "/store/b.txt", encoding: .utf8) == "from here")
         #expect(FileManager.default.fileExists(atPath: home + "/.state/tidesync/home.sqlite"))
-        let again = try Binary.run(["run", "--once"], home: home)
+        let again = try await Binary.run(["run", "--once"], home: home)
         #expect(again.status == 0, "\(again.errors)")
         #expect(!again.errors.contains("step(s)"))
     }
 
     @Test("run names a missing store folder instead of reporting an empty remote")
-    func missingStore() throws {
+    func missingStore() async throws {
         try FileManager.default.createDirectory(atPath: home + "/Cloud", withIntermediateDirectories: true)
         try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/nowhere\"\n")
-        let result = try Binary.run(["run", "--once"], home: home)
+        let result = try await Binary.run(["run", "--once"], home: home)
         #expect(result.status == 1)
         #expect(result.errors.contains("does not exist"))
     }

@@ -9,21 +9,21 @@ import Glibc
 extension CrashRecoveryTests {
     /// A bundle of 3 levels: `count` small members and one big member (so the upload takes
     /// a while), written with `tag` in every member.
-    func makeBundle(_ root: String, count: Int, tag: String, bigMegabytes: Int) throws {
+    func makeBundle(_ root: String, count: Int, tag: String, bigMegabytes: Int) async throws {
         for index in 0..<count {
             let folder = root + "/Contents" + ["", "/Resources", "/Resources/en.lproj"][index % 3]
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try Data("\(tag) \(index) \(String(repeating: "b", count: 3000))".utf8).write(to: URL(fileURLWithPath: folder + "/m\(index).txt"))
         }
-        try Self.makeBigFile(root + "/Contents/Resources/big.bin", megabytes: bigMegabytes)
+        try await Self.makeBigFile(root + "/Contents/Resources/big.bin", megabytes: bigMegabytes)
         if tag != "v1" { try Data(tag.utf8).write(to: URL(fileURLWithPath: root + "/Contents/Resources/big.bin"), options: []) }
     }
 
     /// The bundle below `root` on the server's disk, or nil when it is not there.
-    func remoteBundle(_ name: String) -> [String: String]? {
+    func remoteBundle(_ name: String) async -> [String: String]? {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: remoteDisk + "/" + name, isDirectory: &isDirectory), isDirectory.boolValue else { return nil }
-        return Self.tree(remoteDisk + "/" + name)
+        return await Self.tree(remoteDisk + "/" + name)
     }
 
     /// Scratch collections of bundle writes on the server.
@@ -35,8 +35,8 @@ extension CrashRecoveryTests {
           arguments: Remote.available)
     func killDuringBundleUpload(remote: Remote) async throws {
         try configure(remote)
-        try makeBundle(local + "/Big.app", count: 600, tag: "v1", bigMegabytes: 60)
-        let before = Self.tree(local)
+        try await makeBundle(local + "/Big.app", count: 600, tag: "v1", bigMegabytes: 60)
+        let before = await Self.tree(local)
         let daemon = try start()
         let caught = await wait(for: daemon, seconds: 60) { [self] in
             remoteScratch().contains { Self.tree(remoteDisk + "/" + $0).count > 100 }
@@ -44,9 +44,10 @@ extension CrashRecoveryTests {
         await kill9(daemon)
         #expect(caught, "the bundle upload was never seen in progress")
         // The upload may have ended just before the kill: then the bundle is there whole.
-        let seen = remoteBundle("Big.app")
-        #expect(seen == nil || seen == Self.tree(local + "/Big.app"), "a half-uploaded bundle is visible under its name")
-        #expect(Self.tree(local) == before, "the local bundle was touched")
+        let seen = await remoteBundle("Big.app")
+        let bundleHere = await Self.tree(local + "/Big.app"), here = await Self.tree(local)
+        #expect(seen == nil || seen == bundleHere, "a half-uploaded bundle is visible under its name")
+        #expect(here == before, "the local bundle was touched")
         try await expectConverged(before)
     }
 
@@ -55,22 +56,22 @@ extension CrashRecoveryTests {
     func killDuringBundleReplacement(remote: Remote) async throws {
         try configure(remote)
         let bundle = local + "/Deck.key"
-        try makeBundle(bundle, count: 300, tag: "v1", bigMegabytes: 60)
+        try await makeBundle(bundle, count: 300, tag: "v1", bigMegabytes: 60)
         let first = try await runToEnd()
         #expect(first.status == 0, "\(first.errors.suffix(1000))")
-        let old = Self.tree(bundle)
-        #expect(remoteBundle("Deck.key") == old)
+        let old = await Self.tree(bundle)
+        #expect(await remoteBundle("Deck.key") == old)
         try FileManager.default.removeItem(atPath: bundle)
-        try makeBundle(bundle, count: 300, tag: "v2", bigMegabytes: 60)
-        let new = Self.tree(bundle)
-        let expected = Self.tree(local)
+        try await makeBundle(bundle, count: 300, tag: "v2", bigMegabytes: 60)
+        let new = await Self.tree(bundle)
+        let expected = await Self.tree(local)
         var generator = SeededGenerator(seed: 5_2026_11_23)
         for round in 0..<4 {
             let daemon = try start()
             let pause = UInt64.random(in: 100...700, using: &generator) * UInt64(round + 1)
             try await Task.sleep(for: .milliseconds(pause))
             await kill9(daemon)
-            let seen = remoteBundle("Deck.key")
+            let seen = await remoteBundle("Deck.key")
             print("bundle replacement, kill -9 round \(round) after \(pause) ms (\(remote)): server holds \(seen == nil ? "none (set aside)" : seen == old ? "old" : seen == new ? "new" : "a MIX")")
             if seen == nil {
                 // Killed between the two renames of the swap: the old version waits aside
@@ -79,9 +80,10 @@ extension CrashRecoveryTests {
             } else {
                 #expect(seen == old || seen == new, "round \(round): the server holds a mix of two versions")
             }
-            #expect(Self.tree(bundle) == new, "round \(round): the local bundle was touched")
+            let here = await Self.tree(bundle)
+            #expect(here == new, "round \(round): the local bundle was touched")
         }
         try await expectConverged(expected)
-        #expect(remoteBundle("Deck.key") == new)
+        #expect(await remoteBundle("Deck.key") == new)
     }
 }

@@ -134,6 +134,13 @@ final class CrashRecoveryTests: @unchecked Sendable {
         return result
     }
 
+    /// `tree(root)` on a thread of its own: big files are read whole by md5sum, which would
+    /// hold a test thread for seconds. Async tests use this one; the sync one serves the
+    /// conditions `wait(for:seconds:until:)` polls on its own thread.
+    static func tree(_ root: String) async -> [String: String] {
+        (try? await onOwnThread { tree(root) }) ?? [:]
+    }
+
     /// A checksum of a file's bytes: FNV-1a for small files, md5sum (fast C) for big ones.
     static func checksum(_ path: String) -> String {
         var st = stat()
@@ -172,6 +179,11 @@ final class CrashRecoveryTests: @unchecked Sendable {
         }.sorted()
     }
 
+    /// `makeBigFile` on a thread of its own (hundreds of MiB: seconds of writing).
+    static func makeBigFile(_ path: String, megabytes: Int) async throws {
+        try await onOwnThread { try makeBigFile(path, megabytes: megabytes) }
+    }
+
     /// A file of `megabytes` MiB of a pattern that is not all zeros.
     static func makeBigFile(_ path: String, megabytes: Int) throws {
         var block = [UInt8](repeating: 0, count: 1 << 20)
@@ -188,7 +200,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     func expectConverged(_ expected: [String: String], sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let result = try await runToEnd()
         #expect(result.status == 0, "\(result.errors.suffix(2000))", sourceLocation: sourceLocation)
-        let localTree = Self.tree(local), remoteTree = Self.tree(remoteDisk)
+        let localTree = await Self.tree(local), remoteTree = await Self.tree(remoteDisk)
         #expect(Self.temporaries(localTree).isEmpty, "local temporaries: \(Self.temporaries(localTree))", sourceLocation: sourceLocation)
         #expect(Self.temporaries(remoteTree).isEmpty, "remote temporaries: \(Self.temporaries(remoteTree))", sourceLocation: sourceLocation)
         #expect(localTree == expected, "local differs: \(Set(localTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
@@ -198,9 +210,9 @@ final class CrashRecoveryTests: @unchecked Sendable {
     @Test("kill -9 during the upload of a 300 MiB file", arguments: Remote.available)
     func killDuringUpload(remote: Remote) async throws {
         try configure(remote)
-        try Self.makeBigFile(local + "/big.bin", megabytes: 300)
+        try await Self.makeBigFile(local + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: local + "/small.txt"))
-        let expected = Self.tree(local)
+        let expected = await Self.tree(local)
         let daemon = try start()
         let partial = remote == .apache ? ".davfs.tmp" : ".tidesync-tmp-"
         // The store's PUT is atomic (Apache: .davfs.tmp renamed when complete): while the
@@ -220,14 +232,14 @@ final class CrashRecoveryTests: @unchecked Sendable {
     @Test("kill -9 during the download of a 300 MiB file", arguments: Remote.available)
     func killDuringDownload(remote: Remote) async throws {
         try configure(remote)
-        try Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
+        try await Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: remoteDisk + "/small.txt"))
         if remote == .apache, getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] {
             for name in ["big.bin", "small.txt"] {
                 try FileManager.default.setAttributes([.ownerAccountName: owner], ofItemAtPath: remoteDisk + "/" + name)
             }
         }
-        let expected = Self.tree(remoteDisk)
+        let expected = await Self.tree(remoteDisk)
         let daemon = try start()
         let caught = await wait(for: daemon, seconds: 60) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
         await kill9(daemon)
@@ -263,7 +275,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
             try Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) })
                 .write(to: URL(fileURLWithPath: folder + "/f\(index).bin"))
         }
-        let expected = Self.tree(local)
+        let expected = await Self.tree(local)
         for round in 0..<4 {
             let daemon = try start()
             let pause = UInt64.random(in: 150...900, using: &generator) * UInt64(round + 1)

@@ -42,9 +42,12 @@ final class DaemonFixture {
     }
 
     /// Writes the config: a local-directory remote, or the WebDAV `url` with the test account.
+    /// Every pass, even a poll that finds nothing, shows as `syncing` (exit 1) while it runs:
+    /// a test that samples status after `waitUntilIdle` and needs no remote walk asks for
+    /// `poll: "1h"`, so no pass can start between the wait and its sample.
     func configure(url: String? = nil, disk: String? = nil, password: String? = nil, extra: String = "",
-                   topLevel: String = "") throws {
-        var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"1s\"\n" + extra
+                   topLevel: String = "", poll: String = "1s") throws {
+        var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"\(poll)\"\n" + extra
         let env = ProcessInfo.processInfo.environment
         if let url, let disk {
             remoteDisk = disk
@@ -91,12 +94,12 @@ final class DaemonFixture {
         return process
     }
 
-    /// SIGTERM, then waits for the exit; returns the exit status.
+    /// SIGTERM, then waits for the exit (without blocking a test thread); returns the exit status.
     @discardableResult
-    func stopDaemon() -> Int32 {
+    func stopDaemon() async -> Int32 {
         guard let daemon else { return -1 }
         kill(daemon.processIdentifier, SIGTERM)
-        daemon.waitUntilExit()
+        await CrashRecoveryTests.exit(of: daemon)
         return daemon.terminationStatus
     }
 
@@ -105,30 +108,17 @@ final class DaemonFixture {
     }
 
     /// Runs the binary with `arguments`; with `user`, through `setpriv` as that user.
-    func tidesync(_ arguments: [String], as user: String? = nil) throws -> Binary.Result {
-        let process = Process()
+    func tidesync(_ arguments: [String], as user: String? = nil) async throws -> Binary.Result {
         if let user {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", Binary.path!] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: Binary.path!)
-            process.arguments = arguments
+            return try await Binary.run("/usr/bin/setpriv", ["--reuid=\(user)", "--regid=nogroup", "--clear-groups", Binary.path!] + arguments,
+                                        environment: environment)
         }
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Binary.Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                             errors: String(decoding: errors, as: UTF8.self))
+        return try await Binary.run(Binary.path!, arguments, environment: environment)
     }
 
     /// `tidesync status --json`, parsed, with its exit status.
-    func statusJSON() throws -> (status: Int32, json: [String: Any], text: String) {
-        let result = try tidesync(["status", "--json"])
+    func statusJSON() async throws -> (status: Int32, json: [String: Any], text: String) {
+        let result = try await tidesync(["status", "--json"])
         let json = (try? JSONSerialization.jsonObject(with: Data(result.output.utf8))) as? [String: Any] ?? [:]
         return (result.status, json, result.output)
     }
@@ -138,19 +128,20 @@ final class DaemonFixture {
         (json["domains"] as? [[String: Any]])?.first ?? [:]
     }
 
-    /// Polls `condition` every 50 ms for at most `seconds`; true once it holds.
-    func wait(seconds: Double, until condition: () throws -> Bool) rethrows -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if try condition() { return true }
-            usleep(50_000)
+    /// Polls `condition` every 50 ms for at most `seconds`; true once it holds. Sleeps with
+    /// `Task.sleep`: a blocked test thread would stall every other test's tasks.
+    func wait(seconds: Double, until condition: () async throws -> Bool) async throws -> Bool {
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
         }
-        return try condition()
+        return try await condition()
     }
 
     /// Waits until the daemon reports every domain idle (exit status 0).
-    func waitUntilIdle(seconds: Double = 30) throws -> Bool {
-        try wait(seconds: seconds) { try statusJSON().status == 0 }
+    func waitUntilIdle(seconds: Double = 30) async throws -> Bool {
+        try await wait(seconds: seconds) { try await statusJSON().status == 0 }
     }
 
     var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }

@@ -15,13 +15,15 @@ final class ServiceTests {
 
     init() throws {
         fixture = try DaemonFixture()
-        try fixture.configure()
+        // No polling: tests sample status after `waitUntilIdle`, and a poll pass in between
+        // would show as syncing (exit 1). Nothing here changes the remote.
+        try fixture.configure(poll: "1h")
     }
 
     @Test("garbage, truncated JSON and a 100 MB request get errors; the daemon goes on")
-    func socketSurvivesAbuse() throws {
+    func socketSurvivesAbuse() async throws {
         let daemon = try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle())
+        #expect(try await fixture.waitUntilIdle())
         let garbage = try RawConnection(fixture.socket)
         #expect(garbage.send(Data("\u{0}\u{ff}not json at all\n".utf8)))
         #expect(try garbage.answer().error?.code == .badRequest)
@@ -41,34 +43,34 @@ final class ServiceTests {
         huge.close()
 
         #expect(daemon.isRunning)
-        #expect(try fixture.statusJSON().status == 0)
+        #expect(try await fixture.statusJSON().status == 0)
     }
 
     @Test("another uid cannot use the socket: the file mode stops it, and so does SO_PEERCRED",
           .enabled(if: getuid() == 0, "needs root to run a client as nobody (setpriv); packaging/test.sh runs as root in CI"))
-    func otherUsersAreRefused() throws {
+    func otherUsersAreRefused() async throws {
         guard access(Binary.path!, X_OK) == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
             Issue.record("setpriv or the binary is missing")
             return
         }
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle())
+        #expect(try await fixture.waitUntilIdle())
         chmod(fixture.home, 0o755)
         chmod(fixture.home + "/run", 0o755)
-        let byMode = try fixture.tidesync(["status", "--socket", fixture.socket], as: "nobody")
+        let byMode = try await fixture.tidesync(["status", "--socket", fixture.socket], as: "nobody")
         #expect(byMode.status == 4, "\(byMode.output) \(byMode.errors)")
         #expect(byMode.errors.contains("permission denied"), "\(byMode.errors)")
         // With the file opened up, the daemon itself still refuses the peer.
         chmod(fixture.socket, 0o666)
-        let byCredentials = try fixture.tidesync(["status", "--socket", fixture.socket], as: "nobody")
+        let byCredentials = try await fixture.tidesync(["status", "--socket", fixture.socket], as: "nobody")
         #expect(byCredentials.status == 4)
         #expect(byCredentials.errors.contains("belongs to uid 0"), "\(byCredentials.errors)")
         #expect(fixture.log.contains("refused a connection from uid 65534"))
-        #expect(try fixture.statusJSON().status == 0)
+        #expect(try await fixture.statusJSON().status == 0)
     }
 
     @Test("READY=1 after the first pass and STATUS= lines reach NOTIFY_SOCKET; journal lines have priorities, no time")
-    func notifyAndJournal() throws {
+    func notifyAndJournal() async throws {
         let listener = try DatagramListener(path: fixture.home + "/notify")
         try Data("x".utf8).write(to: URL(fileURLWithPath: fixture.local + "/x.txt"))
         // JOURNAL_STREAM names the daemon's stderr (the log file) as systemd would.
@@ -77,11 +79,11 @@ final class ServiceTests {
         #expect(stat(fixture.daemonLog, &st) == 0)
         try fixture.startDaemon(extraEnvironment: ["NOTIFY_SOCKET": listener.path, "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"])
         var messages: [String] = []
-        #expect(fixture.wait(seconds: 20) {
+        #expect(try await fixture.wait(seconds: 20) {
             messages += listener.receive()
             return messages.contains { $0.contains("READY=1") } && messages.contains { $0.contains("STATUS=Synced") }
         }, "messages: \(messages)")
-        fixture.stopDaemon()
+        await fixture.stopDaemon()
         messages += listener.receive()
         #expect(messages.contains { $0.contains("STOPPING=1") }, "messages: \(messages)")
         let lines = fixture.log.split(separator: "\n")
@@ -91,27 +93,27 @@ final class ServiceTests {
     }
 
     @Test("SIGHUP: a bad config is reported and the old one kept; a good one adds a domain")
-    func reload() throws {
+    func reload() async throws {
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle())
+        #expect(try await fixture.waitUntilIdle())
         let config = try String(contentsOfFile: fixture.home + "/.config/tidesync/config.toml", encoding: .utf8)
         try fixture.write(config: config + "\nthis is = = not toml\n")
         fixture.signal(SIGHUP)
-        #expect(fixture.wait(seconds: 10) { fixture.log.contains("was not reloaded") }, "\(fixture.log)")
+        #expect(try await fixture.wait(seconds: 10) { fixture.log.contains("was not reloaded") }, "\(fixture.log)")
         // The file is broken, so the socket is named on the command line.
-        #expect(try fixture.tidesync(["status", "--socket", fixture.socket]).status == 0)
+        #expect(try await fixture.tidesync(["status", "--socket", fixture.socket]).status == 0)
         try FileManager.default.createDirectory(atPath: fixture.home + "/Two", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: fixture.home + "/store2", withIntermediateDirectories: true)
-        try fixture.write(config: config + "\n[[domain]]\nname = \"two\"\nlocal = \"~/Two\"\nremote = \"file://\(fixture.home)/store2\"\npoll_interval = \"1s\"\n")
+        try fixture.write(config: config + "\n[[domain]]\nname = \"two\"\nlocal = \"~/Two\"\nremote = \"file://\(fixture.home)/store2\"\npoll_interval = \"1h\"\n")
         fixture.signal(SIGHUP)
-        #expect(try fixture.wait(seconds: 15) {
-            let json = try fixture.statusJSON()
+        #expect(try await fixture.wait(seconds: 15) {
+            let json = try await fixture.statusJSON()
             return (json.json["domains"] as? [[String: Any]])?.count == 2 && json.status == 0
         }, "\(fixture.log)")
     }
 
     @Test("systemd-analyze verify accepts the unit (with the man page it names)")
-    func unitVerifies() throws {
+    func unitVerifies() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
             Issue.record("systemd-analyze is missing; packaging/install-deps.sh installs the systemd package")
             return
@@ -124,15 +126,15 @@ final class ServiceTests {
             .write(to: URL(fileURLWithPath: fixture.home + "/tidesync.service"))
         try FileManager.default.createDirectory(atPath: fixture.home + "/man/man1", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: DaemonFixture.repository + "/packaging/man/tidesync.1", toPath: fixture.home + "/man/man1/tidesync.1")
-        let result = try run("/usr/bin/systemd-analyze", ["verify", fixture.home + "/tidesync.service"],
+        let result = try await Binary.run("/usr/bin/systemd-analyze", ["verify", fixture.home + "/tidesync.service"],
                              environment: ["MANPATH": fixture.home + "/man", "PATH": "/usr/bin:/bin"])
         #expect(result.status == 0, "\(result.output)\(result.errors)")
         #expect(result.errors.isEmpty, "\(result.errors)")
     }
 
     @Test("the man page renders without warnings")
-    func manPage() throws {
-        let result = try run("/usr/bin/groff", ["-man", "-ww", "-z", DaemonFixture.repository + "/packaging/man/tidesync.1"])
+    func manPage() async throws {
+        let result = try await Binary.run("/usr/bin/groff", ["-man", "-ww", "-z", DaemonFixture.repository + "/packaging/man/tidesync.1"], environment: nil)
         #expect(result.status == 0)
         #expect(result.errors.isEmpty, "\(result.errors)")
         let page = try String(contentsOfFile: DaemonFixture.repository + "/packaging/man/tidesync.1", encoding: .utf8)
@@ -143,26 +145,10 @@ final class ServiceTests {
     }
 
     @Test("the shipped completions are what the binary generates", arguments: [("bash", "tidesync.bash"), ("zsh", "_tidesync"), ("fish", "tidesync.fish")])
-    func completions(shell: String, file: String) throws {
-        let generated = try fixture.tidesync(["--generate-completion-script", shell])
+    func completions(shell: String, file: String) async throws {
+        let generated = try await fixture.tidesync(["--generate-completion-script", shell])
         let shipped = try String(contentsOfFile: DaemonFixture.repository + "/packaging/completions/" + file, encoding: .utf8)
         #expect(generated.output == shipped, "run bash packaging/completions/generate.sh")
-    }
-
-    func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Binary.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Binary.Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                             errors: String(decoding: errors, as: UTF8.self))
     }
 }
 

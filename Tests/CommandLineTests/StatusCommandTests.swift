@@ -19,15 +19,16 @@ final class StatusCommandTests {
     }
 
     @Test("idle on Apache: screen, JSON that follows the schema, exit 0; stopped daemon: exit 3 from the DB")
-    func idleThenStopped() throws {
+    func idleThenStopped() async throws {
         let collection = try #require(try DaemonFixture.sharedApacheCollection(), "the private Apache is not running (packaging/test.sh starts it)")
-        try fixture.configure(url: collection.url, disk: collection.disk)
+        // No polling: the samples below, taken after the wait, must not meet a poll pass.
+        try fixture.configure(url: collection.url, disk: collection.disk, poll: "1h")
         try Data("hello".utf8).write(to: URL(fileURLWithPath: fixture.local + "/a.txt"))
         try FileManager.default.createDirectory(atPath: fixture.local + "/docs", withIntermediateDirectories: true)
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+        #expect(try await fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
 
-        let (status, json, text) = try fixture.statusJSON()
+        let (status, json, text) = try await fixture.statusJSON()
         #expect(status == 0)
         #expect(schema.problems(json).isEmpty, "\(schema.problems(json))\n\(text)")
         let domain = DaemonFixture.firstDomain(json)
@@ -37,49 +38,49 @@ final class StatusCommandTests {
         #expect((domain["counts"] as? [String: Any])?["files"] as? Int == 1)
         #expect((domain["counts"] as? [String: Any])?["folders"] as? Int == 1)
 
-        let screen = try fixture.tidesync(["status"])
+        let screen = try await fixture.tidesync(["status"])
         #expect(screen.status == 0)
         #expect(screen.output.contains("st: idle, in sync"), "\(screen.output)")
         #expect(screen.output.contains("\(fixture.local) ⇄ \(collection.url)"))
 
-        #expect(fixture.stopDaemon() == 0)
-        let stopped = try fixture.statusJSON()
+        #expect(await fixture.stopDaemon() == 0)
+        let stopped = try await fixture.statusJSON()
         #expect(stopped.status == 3)
         #expect(schema.problems(stopped.json).isEmpty, "\(schema.problems(stopped.json))")
         #expect((stopped.json["daemon"] as? [String: Any])?["running"] as? Bool == false)
         #expect((DaemonFixture.firstDomain(stopped.json)["counts"] as? [String: Any])?["files"] as? Int == 1)
-        let stoppedScreen = try fixture.tidesync(["status"])
+        let stoppedScreen = try await fixture.tidesync(["status"])
         #expect(stoppedScreen.status == 3)
         #expect(stoppedScreen.output.contains("NOT RUNNING"))
-        let pause = try fixture.tidesync(["pause"])
+        let pause = try await fixture.tidesync(["pause"])
         #expect(pause.status == 3)
         #expect(pause.errors.contains("not running"))
     }
 
     @Test("after `run --once` status (daemon stopped) says when both sides last agreed, and counts a bundle")
-    func runOnceRecordsLastSync() throws {
+    func runOnceRecordsLastSync() async throws {
         try fixture.configure()
         try FileManager.default.createDirectory(atPath: fixture.local + "/Slides.key/Data", withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: fixture.local + "/Slides.key/Data/a"))
-        let once = try fixture.tidesync(["run", "--once"])
+        let once = try await fixture.tidesync(["run", "--once"])
         #expect(once.status == 0, "\(once.errors)")
-        let screen = try fixture.tidesync(["status"])
+        let screen = try await fixture.tidesync(["status"])
         #expect(screen.status == 3)
         #expect(!screen.output.contains("last complete sync: never"), "\(screen.output)")
         #expect(screen.output.contains("1 bundle"), "\(screen.output)")
     }
 
     @Test("while a large file uploads to Apache, status shows its progress moving")
-    func uploadProgress() throws {
+    func uploadProgress() async throws {
         let collection = try #require(try DaemonFixture.sharedApacheCollection(), "the private Apache is not running (packaging/test.sh starts it)")
         try fixture.configure(url: collection.url, disk: collection.disk)
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle())
-        try CrashRecoveryTests.makeBigFile(fixture.local + "/big.bin", megabytes: 400)
+        #expect(try await fixture.waitUntilIdle())
+        try await CrashRecoveryTests.makeBigFile(fixture.local + "/big.bin", megabytes: 400)
         var seen: [Int64] = []
         var total: Int64?
-        _ = try fixture.wait(seconds: 60) {
-            let json = try fixture.statusJSON().json
+        _ = try await fixture.wait(seconds: 60) {
+            let json = try await fixture.statusJSON().json
             #expect(schema.problems(json).isEmpty, "\(schema.problems(json))")
             let transfers = DaemonFixture.firstDomain(json)["transfers"] as? [[String: Any]] ?? []
             if let upload = transfers.first(where: { $0["path"] as? String == "big.bin" }), let done = upload["bytesDone"] as? Int {
@@ -92,22 +93,23 @@ final class StatusCommandTests {
         #expect(seen.count >= 2, "progress seen: \(seen)")
         #expect(seen == seen.sorted(), "progress went backwards: \(seen)")
         #expect(total == 400 << 20)
-        #expect(try fixture.waitUntilIdle(seconds: 60))
+        #expect(try await fixture.waitUntilIdle(seconds: 60))
     }
 
     @Test("a conflict is recorded: status counts it, conflicts lists it with both versions")
-    func conflictRecorded() throws {
-        try fixture.configure()
+    func conflictRecorded() async throws {
+        // Both sides change before the start: the first pass sees them; no polling needed.
+        try fixture.configure(poll: "1h")
         try Data("base".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
-        #expect(try fixture.tidesync(["run", "--once"]).status == 0)
+        #expect(try await fixture.tidesync(["run", "--once"]).status == 0)
         try Data("mine, longer".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
         try Data("theirs".utf8).write(to: URL(fileURLWithPath: fixture.remoteDisk + "/report.txt"))
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
-        let json = try fixture.statusJSON().json
+        #expect(try await fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+        let json = try await fixture.statusJSON().json
         let conflicts = DaemonFixture.firstDomain(json)["conflicts"] as? [String: Any]
         #expect(conflicts?["count"] as? Int == 1)
-        let listed = try fixture.tidesync(["conflicts", "--json"])
+        let listed = try await fixture.tidesync(["conflicts", "--json"])
         #expect(listed.status == 0)
         let list = try #require(try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any])
         #expect(schema.problems(list, schema: schema.definition("conflictList")).isEmpty)
@@ -118,56 +120,58 @@ final class StatusCommandTests {
         #expect(entry["localSize"] as? Int == 12)
         #expect(entry["baseVersion"] != nil && entry["remoteVersion"] != nil)
         #expect(FileManager.default.fileExists(atPath: fixture.local + "/" + copy))
-        #expect(try fixture.tidesync(["conflicts"]).output.contains("this machine's version kept as: \(copy)"))
+        #expect(try await fixture.tidesync(["conflicts"]).output.contains("this machine's version kept as: \(copy)"))
         // Also without the daemon, from the state DB.
-        fixture.stopDaemon()
-        #expect(try fixture.tidesync(["conflicts"]).output.contains(copy))
+        await fixture.stopDaemon()
+        #expect(try await fixture.tidesync(["conflicts"]).output.contains(copy))
     }
 
     @Test("pause holds new work, resume and sync-now start it at once")
-    func pauseResumeSyncNow() throws {
-        try fixture.configure(extra: "")
-        try fixture.write(config: "socket = \"\(fixture.socket)\"\n[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"1h\"\nremote = \"file://\(fixture.remoteDisk)\"\n")
+    func pauseResumeSyncNow() async throws {
+        try fixture.configure(poll: "1h")
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle())
-        #expect(try fixture.tidesync(["pause", "st"]).output.contains("Paused: st"))
-        let paused = try fixture.statusJSON()
+        #expect(try await fixture.waitUntilIdle())
+        #expect(try await fixture.tidesync(["pause", "st"]).output.contains("Paused: st"))
+        let paused = try await fixture.statusJSON()
         #expect(paused.status == 1)
         #expect(DaemonFixture.firstDomain(paused.json)["state"] as? String == "paused")
-        #expect(try fixture.tidesync(["pause", "nope"]).status == 4)
-        #expect(try fixture.tidesync(["resume"]).status == 0)
+        #expect(try await fixture.tidesync(["pause", "nope"]).status == 4)
+        #expect(try await fixture.tidesync(["resume"]).status == 0)
         // poll_interval is an hour: only sync-now brings the new file over.
         try Data("new".utf8).write(to: URL(fileURLWithPath: fixture.local + "/new.txt"))
-        #expect(try fixture.tidesync(["sync-now"]).status == 0)
-        #expect(fixture.wait(seconds: 10) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
+        #expect(try await fixture.tidesync(["sync-now"]).status == 0)
+        #expect(try await fixture.wait(seconds: 10) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
     }
 
     @Test("Apache stops: error and next retry shown, exit 2; it comes back: idle again")
-    func serverStoppedAndBack() throws {
-        let apache = try PrivateApache()
-        defer { apache.stop() }
+    func serverStoppedAndBack() async throws {
+        // Stopped at the end, or by its deinit when the test fails.
+        let apache = try await PrivateApache.start()
         let collection = try apache.collection()
         try fixture.configure(url: collection.url, disk: collection.disk, password: apache.password)
         try fixture.startDaemon()
-        #expect(try fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
-        apache.stop()
+        #expect(try await fixture.waitUntilIdle(), "never idle; log:\n\(fixture.log.suffix(2000))")
+        try await apache.stop()
+        // Generous: a refused connection is retried until the 15 s connect timeout before
+        // the pass fails (about 15 s here on an idle machine).
         var error: [String: Any] = [:]
-        #expect(try fixture.wait(seconds: 20) {
-            let (status, json, _) = try fixture.statusJSON()
+        #expect(try await fixture.wait(seconds: 60) {
+            let (status, json, _) = try await fixture.statusJSON()
             error = DaemonFixture.firstDomain(json)["error"] as? [String: Any] ?? [:]
             return status == 2
         }, "never in error; log:\n\(fixture.log.suffix(2000))")
         #expect(error["code"] as? String == "serverUnreachable")
         let retry = try #require((error["nextRetry"] as? String).flatMap(ISO8601DateFormatter().date(from:)))
         #expect(retry > Date().addingTimeInterval(-5))
-        let screen = try fixture.tidesync(["status"])
+        let screen = try await fixture.tidesync(["status"])
         #expect(screen.status == 2)
         #expect(screen.output.contains("ERROR: server unreachable"))
         #expect(screen.output.contains("next retry:"))
-        try apache.restart()
+        try await apache.restart()
         try Data("after".utf8).write(to: URL(fileURLWithPath: fixture.local + "/after.txt"))
-        #expect(try fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
+        #expect(try await fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: collection.disk + "/after.txt"))
+        try await apache.stop()
     }
 }
 
@@ -177,10 +181,16 @@ final class PrivateApache {
     let directory: String
     let values: [String: String]
 
-    init() throws {
-        directory = "/tmp/tidesync-pa-" + UUID().uuidString.prefix(8)
-        let result = try Self.shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "start", directory])
+    /// Starts it; the script's wait for Apache's first answer runs off the test threads.
+    static func start() async throws -> PrivateApache {
+        let directory = "/tmp/tidesync-pa-" + UUID().uuidString.prefix(8)
+        let result = try await onOwnThread { try shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "start", directory]) }
         guard result.status == 0 else { throw ControlFailure(.failed, "dav-server.sh start failed: \(result.errors)") }
+        return try PrivateApache(directory: directory)
+    }
+
+    private init(directory: String) throws {
+        self.directory = directory
         let env = try String(contentsOfFile: directory + "/env", encoding: .utf8)
         var values: [String: String] = [:]
         for line in env.split(separator: "\n") where line.hasPrefix("export ") {
@@ -202,22 +212,28 @@ final class PrivateApache {
         return (values["TIDESYNC_TEST_DAV_INF_URL"]! + name + "/", disk)
     }
 
-    func stop() {
+    /// Stops Apache (the script waits for its processes to end) off the test threads.
+    func stop() async throws {
+        _ = try await onOwnThread { [directory] in try Self.shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "stop", directory]) }
+    }
+
+    /// The clean-up of a failed test (a deinit cannot wait); a no-op when stopped.
+    func stopAtEnd() {
         _ = try? Self.shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "stop", directory])
     }
 
     /// Starts Apache again from the configuration `start` wrote: same port, same password.
-    func restart() throws {
+    func restart() async throws {
         let owner = values["TIDESYNC_TEST_DAV_OWNER"] ?? "www-data"
         let environment = ["APACHE_RUN_DIR": directory + "/run", "APACHE_LOCK_DIR": directory + "/lock",
                            "APACHE_LOG_DIR": directory, "APACHE_PID_FILE": directory + "/httpd.pid",
                            "APACHE_RUN_USER": owner, "APACHE_RUN_GROUP": owner, "LANG": "C", "PATH": "/usr/sbin:/usr/bin:/bin"]
-        let result = try Self.shell(["/usr/sbin/apache2", "-f", directory + "/httpd.conf", "-k", "start"], environment: environment)
+        let result = try await onOwnThread { [directory] in try Self.shell(["/usr/sbin/apache2", "-f", directory + "/httpd.conf", "-k", "start"], environment: environment) }
         guard result.status == 0 else { throw ControlFailure(.failed, "apache2 -k start failed: \(result.errors)") }
     }
 
     deinit {
-        stop()
+        stopAtEnd()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -50,6 +50,7 @@ struct BundleScenarioTests {
             #expect(try await world.remoteTree()["Big.app/Contents/current"] == .symlink("Resources/member-1.txt"))
             #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no scratch left on the server")
 
+            try await world.accessLogSettled()
             let mark = world.accessLogLines().count
             try world.write("Big.app/Contents/Resources/member-4.txt", "changed member")
             let second = try await world.sync()
@@ -57,6 +58,7 @@ struct BundleScenarioTests {
             try await world.expectAgreement()
             #expect(SyncWorld.read(world.onServer("Big.app/Contents/Resources/member-4.txt")) == "changed member")
             if remote == .apache {
+                try await world.accessLogSettled()
                 let puts = world.requests("PUT", since: mark).filter { $0.contains("\" 20") }
                 #expect(puts.count == 1, "only the changed member is sent: \(puts)")
                 let bytes = puts.compactMap { line in line.split(separator: " ").dropLast(2).last.flatMap { Int($0) } }.reduce(0, +)
@@ -261,16 +263,22 @@ struct BundleScenarioTests {
             }
             try await run.quiesce()
             let version = try #require(try Self.row(world, "Live.app")?.remoteETag)
+            try await world.accessLogSettled()
             let mark = world.accessLogLines().count
             // An app saving a document package: several members written in quick succession,
-            // one renamed over another, a new folder with a file.
+            // one renamed over another, a new folder with a file. When each write ended is
+            // noted: a stalled machine can stretch a gap past the quiet period.
+            var ends: [ContinuousClock.Instant] = []
             for index in 0..<5 {
                 try world.write("Live.app/Contents/member-\(index * 3).txt", "v2 \(index)")
+                ends.append(.now)
                 try await Task.sleep(for: .milliseconds(60))
             }
             try world.write("Live.app/Contents/tmp-save", "atomically saved")
             #expect(rename(world.local("Live.app/Contents/tmp-save"), world.local("Live.app/Contents/member-3.txt")) == 0)
+            ends.append(.now)
             try world.write("Live.app/Contents/New/inside.txt", "new folder")
+            ends.append(.now)
             try await eventually("the edits on the server") {
                 world.serverText("Live.app/Contents/New/inside.txt") == "new folder"
                     && world.serverText("Live.app/Contents/member-3.txt") == "atomically saved"
@@ -279,11 +287,16 @@ struct BundleScenarioTests {
             #expect(try Self.row(world, "Live.app")?.remoteETag != version)
             #expect(try world.database.allItems().count == 2, "no rows for members")
             if remote == .apache {
-                // Each new version is built from a COPY of the last (one, unless a loaded machine
-                // let the quiet period pass between two writes); only changed members are sent.
+                // Each new version is built from a COPY of the last: one for the burst. A gap in
+                // which a loaded machine let the bundle settle (the quiet period is 300 ms;
+                // counted from half of it, as the watcher thread stamps the events and may be
+                // held up on its own) adds a version, and a second when a later write overtakes
+                // that version's upload and it is sent again. Only changed members are sent.
+                let splits = zip(ends, ends.dropFirst()).filter { $1 - $0 > .milliseconds(150) }.count
+                try await world.accessLogSettled()
                 let copies = world.requests("COPY", since: mark).count
                 let puts = world.requests("PUT", since: mark).filter { $0.contains("\" 20") }.count
-                #expect(copies >= 1 && copies <= 3, "\(copies) versions")
+                #expect(copies >= 1 && copies <= 1 + 2 * splits, "\(copies) versions, \(splits) gap(s) longer than half the quiet period")
                 #expect(puts >= 6 && puts <= 5 + copies, "\(puts) members sent for the 6 changed or new ones")
                 #expect(world.requests("PUT", since: mark).allSatisfy { !$0.contains("tmp-save") })
             }

@@ -253,6 +253,7 @@ struct ConflictScenarioTests {
             #expect(conflicts.isEmpty)
             #expect(!run.log.contains("conflict:"), "a conflict was raised")
             if remote == .apache {
+                try await world.accessLogSettled()
                 #expect(world.requests("PUT", since: mark).count >= 2, "the saves reached the server one by one")
             }
             try await world.expectAgreement()

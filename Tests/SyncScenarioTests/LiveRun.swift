@@ -72,25 +72,37 @@ final class LiveRun: @unchecked Sendable {
         try await eventually("the first pass") { live.passes >= 1 }
     }
 
-    /// Waits until nothing waits to settle, no pass runs and the journal is empty. After
+    /// Waits until nothing waits to settle, no pass runs and the journal is empty. The loop
+    /// is held while it looks (so no pass can start between the looks), then let go: a
+    /// check needs no quiet moment of its own, which a short poll interval on a loaded
+    /// machine may never leave. Held, the check is made twice 100 ms apart, so events of the
+    /// last pass's own writes that the watcher thread had still to deliver are seen. After
     /// `finish` the queue is not looked at: nothing takes from it any more (a folder the
     /// watch limit left out is queued again every rescan interval, so a stop often finds
     /// one waiting).
     func quiesce(sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        var quietSince: ContinuousClock.Instant?
         let finished = task.map { _ in stop.isStopped } ?? false
+        let journalEmpty = { [live] in try live.pass.runner.provider.state.pendingOperations().isEmpty }
+        if finished {
+            try await eventually("quiet", sourceLocation: sourceLocation) { try !live.isBusy && journalEmpty() }
+            return
+        }
         try await eventually("quiet", sourceLocation: sourceLocation) {
-            let settled = finished || live.queue.waiting == 0
-            let quiet = try settled && !live.isBusy && live.pass.runner.provider.state.pendingOperations().isEmpty
-            if !quiet { quietSince = nil } else if quietSince == nil { quietSince = .now }
-            return quietSince.map { ContinuousClock.now - $0 >= .milliseconds(150) } ?? false
+            try await hold(sourceLocation: sourceLocation)
+            defer { release() }
+            guard try live.queue.waiting == 0 && journalEmpty() else { return false }
+            try await Task.sleep(for: .milliseconds(100))
+            return try live.queue.waiting == 0 && journalEmpty()
         }
     }
 
-    /// Holds new passes back (events are still collected) and waits for a running one to end.
-    func hold() async throws {
+    /// Holds new passes back (events are still collected) and waits until the loop stands
+    /// still: it has seen the pause at the top of its loop, so no pass runs and none starts
+    /// until `release`. (Waiting for `isBusy` to be false is not enough: the loop may have
+    /// read the switch just before it was set and be about to start a pass.)
+    func hold(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         pause.set(true)
-        try await eventually("the running pass to end") { !live.isBusy }
+        try await eventually("the loop to stand still", sourceLocation: sourceLocation) { pause.loopHeld && !live.isBusy }
     }
 
     /// Lets passes run again, at once.
@@ -106,17 +118,29 @@ final class LiveRun: @unchecked Sendable {
 final class PauseSwitch: LiveSyncObserver, @unchecked Sendable {
     private let lock = NSLock()
     private var paused = false
+    private var held = false
     private var wake: (@Sendable () -> Void)?
 
     func set(_ value: Bool) {
         let handler = lock.withLock { () -> (@Sendable () -> Void)? in
             paused = value
+            held = false
             return wake
         }
         handler?()
     }
 
-    var isPaused: Bool { lock.withLock { paused } }
+    /// The loop reads the switch at the top of each round, before it takes any work; once
+    /// it read `true` it waits, passing no work, until the switch is set again.
+    var isPaused: Bool {
+        lock.withLock {
+            if paused { held = true }
+            return paused
+        }
+    }
+
+    /// True once the loop saw the pause set last: it stands still.
+    var loopHeld: Bool { lock.withLock { held } }
     func setWakeHandler(_ wake: @escaping @Sendable () -> Void) { lock.withLock { self.wake = wake } }
     func takeSyncNowRequest() -> Bool { false }
     func passStarted() {}
@@ -176,6 +200,20 @@ extension SyncWorld {
         guard remote == .apache, let path = Server.accessLog, let text = Self.read(path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return text.split(separator: "\n").map(String.init).filter { $0.contains(marker) }
+    }
+
+    /// Waits until this collection's lines in Apache's access log stop coming: Apache writes
+    /// a request's line after its response, so a step can be over (the file there) before
+    /// its line is. Returns once the count held for 200 ms; at once for the local store.
+    func accessLogSettled(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        guard remote == .apache else { return }
+        var count = accessLogLines().count
+        var since = ContinuousClock.now
+        try await eventually("the access log to settle", sourceLocation: sourceLocation) {
+            let now = accessLogLines().count
+            if now != count { (count, since) = (now, .now) }
+            return ContinuousClock.now - since >= .milliseconds(200)
+        }
     }
 
     /// Requests with `method` in the access log lines after the first `since`.

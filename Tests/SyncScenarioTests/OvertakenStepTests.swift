@@ -32,9 +32,11 @@ struct OvertakenStepTests {
         try await withWorld(remote) { world in
             let path = try RemotePath(string: "a.txt")
             try world.write("a.txt", "version 1")
-            // A modification time a little ahead stands for "the tick the plan was made in".
+            // A modification time ahead stands for "the tick the plan was made in". Three
+            // seconds ahead, so the upload waits the whole cap of `waitPastTimestamp` (2 s)
+            // whatever the wall clock's fraction: the rewrite below lands within that wait.
             let tick = timespec(tv_sec: time(nil), tv_nsec: 0)
-            let ahead = [timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000), timespec(tv_sec: tick.tv_sec + 1, tv_nsec: 300_000_000)]
+            let ahead = [timespec(tv_sec: tick.tv_sec + 3, tv_nsec: 300_000_000), timespec(tv_sec: tick.tv_sec + 3, tv_nsec: 300_000_000)]
             #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)
             let stat = try #require(LocalScanner.entry(at: world.local("a.txt"), path: path)?.stat)
             let runner = world.pass.runner
@@ -43,6 +45,7 @@ struct OvertakenStepTests {
                                      context: PlanRunner.Context(remote: [:], recorded: [:], failures: [:]))
             }
             try await Task.sleep(for: .milliseconds(30))
+            #expect(world.serverText("a.txt") == nil, "the test's premise: the upload still waits")
             // The second write of that tick: same inode, same size, same modification time.
             let fd = open(world.local("a.txt"), O_WRONLY)
             #expect(pwrite(fd, "version 2", 9, 0) == 9)
