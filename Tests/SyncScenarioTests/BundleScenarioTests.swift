@@ -253,6 +253,30 @@ struct BundleScenarioTests {
         }
     }
 
+    @Test("with the watcher: a bundle replaced by a download stays watched, down to its inner folders",
+          arguments: Remote.available)
+    func watchedAfterDownload(_ remote: Remote) async throws {
+        try await withLiveWorld(remote, poll: .seconds(1)) { world, run in
+            try world.write("Deck.key/Index.xml", "v1")
+            try world.write("Deck.key/Data/a.txt", "a1")
+            try await eventually("the bundle uploaded") { world.serverText("Deck.key/Data/a.txt") == "a1" }
+            try await run.quiesce()
+            // Another client's version arrives: put in place with one RENAME_EXCHANGE.
+            try await Task.sleep(for: .milliseconds(1100))  // past Apache's weak-ETag second
+            try world.writeOnServer("Deck.key/Data/a.txt", "a2 from the server")
+            try await eventually("the new version here") { SyncWorld.read(world.local("Deck.key/Data/a.txt")) == "a2 from the server" }
+            try await run.quiesce()
+            // Edits inside the new tree, at its top and in a folder inside, reach the server.
+            try world.write("Deck.key/Data/a.txt", "a3 edited here")
+            try world.write("Deck.key/Index.xml", "v3 edited here")
+            try await eventually("the local edits on the server") {
+                world.serverText("Deck.key/Data/a.txt") == "a3 edited here" && world.serverText("Deck.key/Index.xml") == "v3 edited here"
+            }
+            try await run.quiesce()
+            try await world.expectAgreement()
+        }
+    }
+
     @Test("with the watcher: a burst of edits inside a bundle settles as one upload of the bundle", arguments: Remote.available)
     func watchedBundle(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in

@@ -295,5 +295,13 @@ public final class InotifyWatcher: @unchecked Sendable {
     private func moveOut(_ path: RemotePath, isFolder: Bool, _ events: inout [WatchEvent]) {
         if isFolder { unwatch(path) }
         events.append(.removed(path))
+        // A `RENAME_EXCHANGE` with a temporary (how a downloaded bundle is put in place)
+        // reports the new folder moved in first, then the old one moved out under the same
+        // name: the folder now there is another one, and it must stay watched.
+        var st = stat()
+        if isFolder, lstat(absolute(path), &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+            watchTree(path, events: &events)
+            events.append(.folderAppeared(path))
+        }
     }
 }
