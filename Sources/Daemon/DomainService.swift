@@ -75,6 +75,7 @@ public final class DomainService: Sendable {
     /// they are named with the processes holding them.
     public func runOnce(maxPasses: Int = 6) async -> Outcome {
         var last = ""
+        var lastFailure: String?
         var heldWaits = 0
         var passes = 0
         while passes < maxPasses {
@@ -99,8 +100,12 @@ public final class DomainService: Sendable {
                 }
                 if result.steps == 0 || result.report.completes(result.steps) { return .converged }
                 if let parked = result.report.parked { return .failed(parked) }
-                last = result.report.failed.first.map { "\($0.path): \($0.error.message)" }
-                    ?? "\(result.steps) step(s) were still needed in the last pass"
+                // A failure seen in an earlier pass is the better message: a step waiting
+                // out its back-off is only "skipped" in the passes after it.
+                if let failure = result.report.failed.first {
+                    lastFailure = "\(failure.path): \(failure.error.message)"
+                }
+                last = lastFailure ?? "\(result.steps) step(s) were still needed in the last pass"
             } catch {
                 return .failed(error)
             }

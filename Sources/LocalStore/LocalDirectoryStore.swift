@@ -88,7 +88,9 @@ public struct LocalDirectoryStore: RemoteStore {
                 throw ProviderError(.pageExpired, "\(folder) changed in the store while it was listed; listing again")
             }
             result.append(contentsOf: entries)
-            folders.append(contentsOf: entries.filter { $0.kind == .folder }.map(\.path))
+            // The engine's scratch folders (a bundle being written) are listed, never
+            // entered: nothing in them is an item, and they come and go mid-walk.
+            folders.append(contentsOf: entries.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))
         }
         return result
     }

@@ -21,10 +21,10 @@ extension LocalFolder {
     @discardableResult
     public func installBundle(_ temporary: URL, at path: RemotePath, replacing: LocalStat?) throws(ProviderError) -> LocalBundle {
         let target = absolute(path)
-        do throws(ProviderError) {
-            if let replacing {
-                try replace(path, with: temporary.path, replacing: replacing, kind: .bundle)
-            } else if RenameAt2.rename(temporary.path, target, flags: RenameAt2.noReplace) != 0 {
+        if let replacing {
+            try replace(path, with: temporary.path, replacing: replacing, kind: .bundle)
+        } else { do throws(ProviderError) {
+            if RenameAt2.rename(temporary.path, target, flags: RenameAt2.noReplace) != 0 {
                 if errno == EEXIST {
                     throw ProviderError(.versionMismatch, "\(target) appeared since it was looked at; it is kept and looked at again")
                 }
@@ -37,7 +37,7 @@ extension LocalFolder {
         } catch {
             try? FileManager.default.removeItem(atPath: temporary.path)
             throw error
-        }
+        } }
         syncFolder(of: target)
         guard let installed = bundle(at: path) else {
             throw ProviderError(.versionMismatch, "\(target) was replaced right after it was downloaded; it will be looked at again")

@@ -67,15 +67,13 @@ public struct LocalFolder: Sendable {
         guard let installed = LocalScanner.entry(at: temporary.path, path: path) else {
             throw ProviderError(.cannotSynchronize, "the downloaded file \(temporary.path) vanished before it was installed")
         }
-        do {
-            if let replacing {
-                try replace(path, with: temporary.path, replacing: replacing, kind: .file)
-            } else {
-                try linkNew(temporary.path, at: target, path: path)
+        if let replacing {
+            try replace(path, with: temporary.path, replacing: replacing, kind: .file)
+        } else {
+            do { try linkNew(temporary.path, at: target, path: path) } catch {
+                unlink(temporary.path)  // ours; the item at the target is left as it was
+                throw error
             }
-        } catch {
-            unlink(temporary.path)  // ours; the item at the target is left as it was
-            throw error
         }
         syncFolder(of: target)
         guard let now = entry(at: path), now.stat.inode == installed.stat.inode else {
@@ -271,44 +269,82 @@ public struct LocalFolder: Sendable {
     /// item — now under the temporary name, where no program looks for it — is checked once
     /// more: written after the first check, or held open for writing by a process (whose
     /// next writes would go to a file no longer in the folder), it is exchanged back and
-    /// the download withdrawn (`versionMismatch`: the next pass sees the local change and
-    /// keeps both). Otherwise the old item is removed. Where the file system has no
-    /// exchange, the old item is renamed aside (a bundle) or replaced (a file) after the
-    /// check. On a throw, `temporary` holds the download (or nothing) and is the caller's.
+    /// the download withdrawn (`versionMismatch` or `locked`: the next pass sees the local
+    /// change and keeps both). Otherwise the old item is removed. Where the file system has
+    /// no exchange, the old item is renamed aside (a bundle) or replaced (a file) after the
+    /// check.
+    ///
+    /// Owns `temporary`: whatever happens, it is removed only while it holds the download
+    /// untouched. Anything else found there (a program wrote into the download while it was
+    /// in place, or the old item could not be put back) is kept under a visible name.
     func replace(_ path: RemotePath, with temporary: String, replacing: LocalStat, kind: ItemKind) throws(ProviderError) {
         let target = absolute(path)
-        try require(path, holds: replacing, kind: kind)
+        let scan = { (at: String) -> LocalStat? in
+            kind == .bundle ? LocalBundle.scan(at: at, path: path)?.stat : LocalScanner.entry(at: at, path: path)?.stat
+        }
+        let remove = { (at: String) in
+            if kind == .bundle { try? FileManager.default.removeItem(atPath: at) } else { unlink(at) }
+        }
+        let download = scan(temporary)
+        do throws(ProviderError) {
+            try require(path, holds: replacing, kind: kind)
+        } catch {
+            remove(temporary)
+            throw error
+        }
         guard RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) == 0 else {
-            guard errno == ENOSYS || errno == EINVAL else { throw Self.error(errno, "cannot put \(target) in place") }
-            guard kind == .bundle else { return try renameOrThrow(temporary, to: target) }
-            // A directory cannot be renamed over a full one: the old bundle steps aside first.
-            let aside = temporaryURL(beside: path).path
-            try renameOrThrow(target, to: aside)
-            do throws(ProviderError) { try renameOrThrow(temporary, to: target) } catch {
-                _ = rename(aside, target)
+            let code = errno
+            guard code == ENOSYS || code == EINVAL else {
+                remove(temporary)
+                throw Self.error(code, "cannot put \(target) in place")
+            }
+            do throws(ProviderError) {
+                guard kind == .bundle else { return try renameOrThrow(temporary, to: target) }
+                // A directory cannot be renamed over a full one: the old bundle steps aside first.
+                let aside = temporaryURL(beside: path).path
+                try renameOrThrow(target, to: aside)
+                do throws(ProviderError) { try renameOrThrow(temporary, to: target) } catch {
+                    _ = rename(aside, target)
+                    throw error
+                }
+                remove(aside)
+                return
+            } catch {
+                remove(temporary)
                 throw error
             }
-            try? FileManager.default.removeItem(atPath: aside)
+        }
+        // `temporary` now names the old item, `target` the download.
+        let held = kind == .bundle ? bundleHasWriter(atAbsolute: temporary, path: path) : Self.isOpenForWriting(atAbsolute: temporary)
+        if scan(temporary) == replacing, !held {
+            remove(temporary)
             return
         }
-        // `temporary` now names the old item.
-        let old = kind == .bundle ? LocalBundle.scan(at: temporary, path: path)?.stat : LocalScanner.entry(at: temporary, path: path)?.stat
-        let held = kind == .bundle ? bundleHasWriter(atAbsolute: temporary, path: path) : Self.isOpenForWriting(atAbsolute: temporary)
-        guard old == replacing, !held else {
-            if RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) != 0 {
-                // Never expected (the same two names were just exchanged); the user's
-                // version must stay in sight whatever happens to the download.
-                let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
-                guard rename(temporary, kept) == 0 else {
-                    throw Self.error(errno, "\(target) changed while it was replaced and could not be put back; it is at \(temporary)")
-                }
-                throw ProviderError(.versionMismatch, "\(target) changed while it was replaced; it is kept as \(kept)")
+        let why = held ? Self.heldError(target) : ProviderError(.versionMismatch, "\(target) changed while it was replaced; it is kept and looked at again")
+        guard RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) == 0 else {
+            // Not expected (the same two names were just exchanged, unless a program
+            // renamed the download away meanwhile): the user's version stays in sight.
+            let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
+            guard rename(temporary, kept) == 0 else {
+                throw Self.error(errno, "\(target) changed while it was replaced and could not be put back; the earlier version is at \(temporary)")
             }
-            if held { throw Self.heldError(target) }
-            throw ProviderError(.versionMismatch, "\(target) changed while it was replaced; it is kept and looked at again")
+            throw ProviderError(why.code, why.message + " (the version from before is kept as \(kept))")
         }
-        if kind == .bundle { try? FileManager.default.removeItem(atPath: temporary) } else { unlink(temporary) }
+        // The download is back under the temporary name: removed unless a program wrote
+        // into it while it was in place.
+        if let download, scan(temporary) == download {
+            remove(temporary)
+        } else if scan(temporary) != nil {
+            let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
+            if rename(temporary, kept) != 0 { remove(temporary) }
+        }
+        throw why
     }
+
+    /// A writer opening the file during the moment the lease is held breaks it, and the
+    /// kernel signals the lease holder with SIGIO — whose default action ends the process.
+    /// Ignored once, before the first lease.
+    private static let ignoreLeaseBreaks: Void = { signal(SIGIO, SIG_IGN) }()
 
     /// Fails with `locked` (retried later) while a process holds the file at `path` (or a
     /// file of the bundle) open for writing: replacing it now would send that program's
@@ -320,7 +356,7 @@ public struct LocalFolder: Sendable {
 
     static func heldError(_ target: String) -> ProviderError {
         ProviderError(.locked, "\(target) changed on the server but is open for writing in a program"
-                      + (OpenWriters.describe(at: target).map { " (\($0))" } ?? "") + "; it is replaced once it is closed")
+                      + (OpenWriters.describe(at: target).map { " (by \($0))" } ?? "") + "; it is replaced once it is closed")
     }
 
     /// A visible name beside `name` for a version that could not be put back.
@@ -410,6 +446,7 @@ extension LocalFolder {
 
     /// `isOpenForWriting` of the file at the absolute path `file`.
     static func isOpenForWriting(atAbsolute file: String) -> Bool {
+        _ = ignoreLeaseBreaks
         let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }

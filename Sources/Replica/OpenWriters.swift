@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 
 /// The processes that hold a file open for writing, found in `/proc`, so that a message
-/// about a file sync waits for can say who holds it ("open for writing by soffice (pid
+/// about a file sync waits for can say who holds it ("open for writing (by soffice, pid
 /// 4121)"). Only processes this user may look at are seen (all of them for root); a
 /// writer through a shared `mmap` has no descriptor and is not found.
 public enum OpenWriters {
@@ -16,13 +16,18 @@ public enum OpenWriters {
         /// The file it holds open for writing.
         public let path: String
 
-        public var description: String { "\(command) (pid \(pid))" }
+        public var description: String { "\(command), pid \(pid)" }
     }
 
     /// The writers of the file at `path` or, for a folder, of any file below it; at most
     /// `limit` of them. Costs a look at every descriptor of every process: for messages,
     /// not for every pass.
-    public static func find(at path: String, limit: Int = 8) -> [Writer] {
+    public static func find(at given: String, limit: Int = 8) -> [Writer] {
+        // The kernel names open files by their real path (no symlinks on the way).
+        let path = given.withCString { realpath($0, nil) }.map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? given
         let prefix = path.hasSuffix("/") ? path : path + "/"
         guard let processes = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         var found: [Writer] = []
@@ -41,7 +46,7 @@ public enum OpenWriters {
         return found
     }
 
-    /// "soffice (pid 4121)" for the writers of `path`, or nil when none is seen.
+    /// "soffice, pid 4121" for the writers of `path`, or nil when none is seen.
     public static func describe(at path: String) -> String? {
         let writers = find(at: path)
         guard !writers.isEmpty else { return nil }

@@ -100,17 +100,23 @@ extension SyncProvider: ReplicatedProvider {
         var deleted: [ItemIdentifier] = []
         var recorded: Set<RemotePath> = []
         let waits = swapWaits.withLock { $0 }
-        var stillWaiting: [RemotePath: Int] = [:]
+        let now = clock.now()
+        var stillWaiting: [RemotePath: Date] = [:]
         defer { swapWaits.withLock { $0 = stillWaiting } }
         for index in tree.indices {
             let record = tree[index], path = tree.paths[index]
             recorded.insert(path)
-            if snapshot[path] == nil, record.kind == .bundle, listing.swapping.contains(path.parent),
-               waits[path, default: 0] < Self.swapWalks {
+            if snapshot[path] == nil, record.kind == .bundle, record.remoteETag != nil, listing.swapping.contains(path.parent) {
                 // Another client may be between the two moves that replace it (WebDAV has
                 // no exchange): taken as unchanged until a walk finds it, finds it gone with
-                // nothing set aside, or has found it so `swapWalks` times in a row.
-                stillWaiting[path] = waits[path, default: 0] + 1
+                // nothing set aside, or `swapWait` has passed since it was first missed (kept
+                // as missed after that, so a deletion not applied at once does not wait again).
+                let since = waits[path] ?? now
+                stillWaiting[path] = since
+                if now.timeIntervalSince(since) >= Self.swapWait {
+                    deleted.append(record.id)
+                    continue
+                }
                 let kept = RemoteEntry(path: path, kind: .bundle, size: record.size, etag: record.remoteETag,
                                        fileID: record.remoteFileID)
                 snapshot[path] = kept

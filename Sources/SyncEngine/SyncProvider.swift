@@ -24,13 +24,13 @@ public final class SyncProvider: Sendable {
     /// Which folders are bundles, synced as one item.
     public let bundles: BundleRule
     let folders = FolderIndex()
-    /// Bundles found missing beside another client's old version set aside, with how many
-    /// walks in a row found them so (`changes(since:)`).
-    let swapWaits = Mutex<[RemotePath: Int]>([:])
-    /// How many walks in a row a bundle may be missing beside a version set aside before it
-    /// is taken as deleted: a real swap lasts milliseconds; one that outlasts this many
-    /// walks is a client that crashed in the middle (its restart puts the old one back).
-    public static let swapWalks = 3
+    /// Bundles found missing beside another client's old version set aside, with when a
+    /// walk first found them so (`changes(since:)`).
+    let swapWaits = Mutex<[RemotePath: Date]>([:])
+    /// How long a bundle may be missing beside a version set aside before it is taken as
+    /// deleted: a real swap lasts milliseconds; one that outlasts this is a client that
+    /// crashed in the middle (its restart puts the old one back).
+    public static let swapWait: TimeInterval = 60
 
     public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
                 bundles: BundleRule = .standard) {

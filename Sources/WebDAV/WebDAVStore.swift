@@ -181,7 +181,9 @@ public final class WebDAVStore: RemoteStore {
             }
             for listing in listings {
                 result.append(contentsOf: listing)
-                frontier.append(contentsOf: listing.filter { $0.kind == .folder }.map(\.path))
+                // The engine's scratch folders (a bundle being written) are listed, never
+                // entered: nothing in them is an item, and they come and go mid-walk.
+                frontier.append(contentsOf: listing.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))
             }
         }
         return result

@@ -75,7 +75,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
         let result = try await runOnce()
         #expect(result.status != 0, "run --once reported success with a file open for writing")
         #expect(result.errors.contains("still open for writing, such as report.txt"), "\(result.errors)")
-        #expect(result.errors.contains("sleep (pid \(writer.processIdentifier))"), "\(result.errors)")
+        #expect(result.errors.contains("(by sleep, pid \(writer.processIdentifier))"), "\(result.errors)")
         #expect(!FileManager.default.fileExists(atPath: store + "/report.txt"), "uploaded while a writer held it")
     }
 
