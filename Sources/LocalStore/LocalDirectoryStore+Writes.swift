@@ -112,14 +112,24 @@ extension LocalDirectoryStore {
     }
 
     /// Copies the tree at `source` to the free `destination`, symlinks as symlinks. The copy
-    /// is made under a temporary name and renamed into place, so it appears whole.
+    /// is made under a temporary name and renamed into place, so it appears whole; the
+    /// temporary is the companion of a locked temporary file (`TemporaryName.companion`),
+    /// so a copy killed halfway is removed by the next walk.
     public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
         try checkRoot()
         guard try FileStatus.of(fullPath(source)) != nil else {
             throw ProviderError(.noSuchItem, "\(source) does not exist in the store")
         }
         try checkParent(of: destination)
-        let temporary = fullPath(destination.parent) + "/" + TemporaryName.make()
+        let lockPath = fullPath(destination.parent) + "/" + TemporaryName.make()
+        let lockFile = open(lockPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard lockFile >= 0 else { throw SystemError.providerError(errno, "cannot create a temporary file in \(destination.parent)") }
+        flock(lockFile, LOCK_EX)  // held until the copy is in place or removed
+        defer {
+            unlink(lockPath)
+            close(lockFile)
+        }
+        let temporary = TemporaryName.companion(of: lockPath)
         do {
             try FileManager.default.copyItem(atPath: fullPath(source), toPath: temporary)
         } catch {

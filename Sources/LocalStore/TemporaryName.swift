@@ -29,6 +29,21 @@ enum TemporaryName {
 
     static let trashPrefix = prefix + "trash-"
 
+    /// The folder a tree is copied into while the copier holds the lock file `lock`
+    /// (a temporary file, `flock`ed as any): `lock.d`. Stale once the lock file is gone or
+    /// can be locked — the same test as a file's, so a killed copy's tree is removed by the
+    /// next walk and a live one is never touched.
+    static func companion(of lock: String) -> String { lock + companionSuffix }
+    static let companionSuffix = ".d"
+
+    /// True when the lock file at `path` is gone or no process holds it.
+    static func isFree(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return errno == ENOENT }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) == 0
+    }
+
     /// Removes `directory/name` when it is a temporary whose writer is gone.
     static func removeIfStale(name: String, in directory: String) {
         guard name.hasPrefix(prefix) else { return }
@@ -38,10 +53,9 @@ enum TemporaryName {
         if name.hasPrefix(trashPrefix) {
             try? FileManager.default.removeItem(atPath: path)
         } else if st.st_mode & S_IFMT == S_IFREG {
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { return }
-            defer { close(fd) }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+            if isFree(path) { unlink(path) }
+        } else if st.st_mode & S_IFMT == S_IFDIR, name.hasSuffix(companionSuffix) {
+            if isFree(String(path.dropLast(companionSuffix.count))) { try? FileManager.default.removeItem(atPath: path) }
         } else if Date().timeIntervalSince1970 - Double(st.st_mtim.tv_sec) > unlockableAge {
             try? FileManager.default.removeItem(atPath: path)
         }

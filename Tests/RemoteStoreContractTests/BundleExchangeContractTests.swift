@@ -2,6 +2,10 @@ import Foundation
 import SyncEngine
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `exchangeBundle`: one atomic swap where the store has one (the local directory), guarded
 /// by the bundle's derived version; `false` where it has none, with nothing changed.
 @Suite("RemoteStore bundle exchange")
@@ -52,6 +56,26 @@ struct BundleExchangeContractTests {
             try Data("deleted".utf8).write(to: URL(fileURLWithPath: trash + "/sub/old.txt"))
             #expect(try await f.store.descendants(of: .root).map(\.path.description).sorted() == ["docs", "docs/keep.txt"])
             #expect(!FileManager.default.fileExists(atPath: trash))
+        }
+    }
+
+    @Test("a server-side copy killed halfway is removed by the next walk; one still running is not")
+    func leftoversOfAKilledCopy() async throws {
+        try await withStore(.localDirectory) { (f: StoreFixture) async throws in
+            _ = try await f.store.makeFolder(at: p("docs"))
+            // A killed copier: its lock file is free, its tree half-made.
+            let dead = f.diskPath + "/docs/.tidesync-tmp-1-1"
+            FileManager.default.createFile(atPath: dead, contents: nil)
+            try FileManager.default.createDirectory(atPath: dead + ".d/Contents", withIntermediateDirectories: true)
+            // A live one: its lock file is held.
+            let live = f.diskPath + "/docs/.tidesync-tmp-2-2"
+            let held = open(live, O_WRONLY | O_CREAT, 0o600)
+            defer { close(held) }
+            #expect(flock(held, LOCK_EX) == 0)
+            try FileManager.default.createDirectory(atPath: live + ".d/Contents", withIntermediateDirectories: true)
+            #expect(try await f.store.descendants(of: .root).map(\.path.description) == ["docs"])
+            #expect(!FileManager.default.fileExists(atPath: dead) && !FileManager.default.fileExists(atPath: dead + ".d"))
+            #expect(FileManager.default.fileExists(atPath: live + ".d/Contents"), "a running copy was removed")
         }
     }
 }
