@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "SyncScenarioTests", dependencies: [
             "SyncEngine", "SyncModel", "Replica", "StateDatabase", "WebDAV", "LocalStore",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tidesync's test command: installs what is missing, starts a private Apache
-# mod_dav on 127.0.0.1, builds, runs the Swift Testing suite against it, and
-# ends with one line "N passed, N failed".
+# mod_dav and a private `rclone serve webdav` on 127.0.0.1, builds, runs the
+# Swift Testing suite against them, and ends with one line "N passed, N failed".
+# Without rclone installed the rclone store kind is left out (with a message).
 #
 #   bash packaging/test.sh                 # everything
 #   bash packaging/test.sh --filter WebDAV # extra args go to `swift test`
@@ -27,6 +28,7 @@ if ! bash packaging/install-deps.sh; then
 fi
 
 dav_dir=""
+rclone_dir=""
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
     local rc=$?
@@ -34,6 +36,10 @@ cleanup() {
     if [[ -n "$dav_dir" && -d "$dav_dir" ]]; then
         bash "$repo/packaging/dav-server.sh" stop "$dav_dir" || say "could not stop the Apache in $dav_dir"
         rm -rf -- "$dav_dir"
+    fi
+    if [[ -n "$rclone_dir" && -d "$rclone_dir" ]]; then
+        bash "$repo/packaging/rclone-dav.sh" stop "$rclone_dir" || say "could not stop the rclone in $rclone_dir"
+        rm -rf -- "$rclone_dir"
     fi
     exit "$rc"
 }
@@ -51,6 +57,19 @@ source "$dav_dir/env"
 export TIDESYNC_TEST_DAV_URL TIDESYNC_TEST_DAV_INF_URL TIDESYNC_TEST_DAV_USER \
     TIDESYNC_TEST_DAV_PASSWORD TIDESYNC_TEST_DAV_ROOT TIDESYNC_TEST_DAV_INF_ROOT \
     TIDESYNC_TEST_DAV_ACCESS_LOG TIDESYNC_TEST_DAV_OWNER
+
+rclone_dir=$(mktemp -d "${TMPDIR:-/tmp}/tidesync-rclone.XXXXXX") || fail_early "mktemp -d failed"
+rclone_rc=0
+bash packaging/rclone-dav.sh start "$rclone_dir" || rclone_rc=$?
+if ((rclone_rc == 3)); then
+    say "rclone is not installed: the contract tests skip the rclone store kind (install the package rclone to run them)"
+elif ((rclone_rc != 0)); then
+    fail_early "could not start the private rclone serve webdav (see above)"
+else
+    # shellcheck source=/dev/null
+    source "$rclone_dir/env"
+    export TIDESYNC_TEST_RCLONE_URL TIDESYNC_TEST_RCLONE_USER TIDESYNC_TEST_RCLONE_PASSWORD TIDESYNC_TEST_RCLONE_ROOT
+fi
 
 say "building (swift build --build-tests)"
 build_rc=0

@@ -6,6 +6,12 @@ import SyncEngine
 extension WebDAVStore {
     public func move(_ source: RemotePath, to destination: RemotePath,
                      version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        let mode = try await writeGuard()
+        if let version, mode == .locks {
+            // The server ignores If-Match, and a lock would not cover the destination:
+            // check just before (see `WriteGuard.locks`). `Overwrite: F` it does honour.
+            try await requireVersion(source, version)
+        }
         let condition = version.map(WriteCondition.mustMatch)
         try await guarded("MOVE", source, condition: condition, destination: destination) { () throws(ProviderError) in
             let request = connection.request("MOVE", path: paths.requestPath(source), headers:
@@ -19,6 +25,7 @@ extension WebDAVStore {
     /// folder's whole tree. False when the server does not copy (405, 501), after which no
     /// COPY is sent again.
     public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
+        _ = try await writeGuard()
         guard copies.withLock({ $0 }) else { return false }
         let request = connection.request("COPY", path: paths.requestPath(source), headers:
             [("Destination", absoluteURL(destination)), ("Overwrite", "F"), ("Depth", "infinity")])
@@ -39,6 +46,15 @@ extension WebDAVStore {
 
     public func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
         guard !path.isRoot else { throw ProviderError(.cannotSynchronize, "refusing to delete the server folder itself") }
+        let mode = try await writeGuard()
+        if let version, mode == .locks {
+            try await withVersionLock(path, version: version) { (token: String) throws(ProviderError) in
+                let status = try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
+                                                                          headers: [("If", Self.ifHeader(token: token))])).status
+                guard (200..<300).contains(status.code) else { throw status.providerError("DELETE", path) }
+            }
+            return
+        }
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
             try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
                                                          headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status
@@ -62,14 +78,17 @@ extension WebDAVStore {
                 do { try await Task.sleep(for: Self.weakETagDelay) } catch {
                     throw ProviderError(.cancelled, "\(method) was cancelled")
                 }
-            case 409, 500:
+            case 403, 404, 409, 500:
                 guard method == "MOVE" || method == "PUT" else { throw status.providerError(method, path) }
-                // Apache answers a MOVE into a missing folder with 500, not 409.
+                // Apache answers a MOVE into a missing folder with 500, not 409; rclone a MOVE
+                // of a missing item or into a missing folder with 403 (not "wrong password"),
+                // a PUT into a missing folder with 404 (not "no such item").
+                if method == "MOVE", status.code == 403 || status.code == 404, try await !exists(path) {
+                    throw ProviderError(.noSuchItem, "\(path) does not exist on the server", underlying: "HTTP \(status.code)")
+                }
                 let target = destination ?? path
-                do {
-                    if !target.parent.isRoot { _ = try await entry(at: target.parent) }
-                } catch where error.code == .noSuchItem {
-                    throw ProviderError(.parentMissing, "the folder \(target.parent) does not exist on the server")
+                if try await !exists(target.parent) {
+                    throw ProviderError(.parentMissing, "the folder \(target.parent) does not exist on the server", underlying: "HTTP \(status.code)")
                 }
                 throw status.providerError(method, path)
             default:

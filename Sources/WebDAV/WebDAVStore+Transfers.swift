@@ -6,6 +6,7 @@ import Darwin
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import SyncEngine
 
 extension WebDAVStore {
@@ -68,18 +69,15 @@ extension WebDAVStore {
                        progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
         let file = try OpenFile(reading: source.path)
         let before = try file.status()
+        if try await writeGuard() == .locks {
+            return try await uploadViaTemporary(file, before, to: path, condition: condition, progress: progress)
+        }
         var headerETag: ETag?
         do {
             try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
-                var request = connection.request("PUT", path: paths.requestPath(path),
-                                                 headers: condition.headers + [("Content-Type", "application/octet-stream")])
-                request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
-                                                  unchanged: before),
-                                       length: .known(before.size))
-                let response = try await connection.stream(request)
-                do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
-                headerETag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:))
-                return response.status
+                let (status, etag) = try await putFile(file, before, at: path, headers: condition.headers, progress: progress)
+                headerETag = etag
+                return status
             }
         } catch {
             // The body was cut short before its end because the file changed while it was
@@ -107,6 +105,20 @@ extension WebDAVStore {
         }
     }
 
+    /// PUTs the bytes of `file` (streamed, cut short if it changes meanwhile) to `path`;
+    /// returns the status and the ETag the answer named, if any.
+    func putFile(_ file: OpenFile, _ before: OpenFile.Status, at path: RemotePath, headers: [(String, String)],
+                 progress: TransferProgress?) async throws(ProviderError) -> (HTTPResponseStatus, ETag?) {
+        var request = connection.request("PUT", path: paths.requestPath(path),
+                                         headers: headers + [("Content-Type", "application/octet-stream")])
+        request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
+                                          unchanged: before),
+                               length: .known(before.size))
+        let response = try await connection.stream(request)
+        do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
+        return (response.status, (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)))
+    }
+
     /// The entry of a file just uploaded, from a HEAD: Apache's PROPFIND opens the
     /// dead-property DB of every resource it describes and costs as much as the PUT itself,
     /// a HEAD does not. Falls back to PROPFIND when the answer lacks a version or a size.
@@ -123,6 +135,18 @@ extension WebDAVStore {
     }
 
     public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
+        if try await writeGuard() == .locks {
+            // MKCOL of an existing folder answers 201 there: make a temporary, move it into place.
+            let temporary = try temporary(beside: path)
+            let response = try await connection.send(connection.request("MKCOL", path: paths.requestPath(temporary, isFolder: true)))
+            switch response.status.code {
+            case 201: break
+            case 404, 409: throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
+            default: throw response.status.providerError("MKCOL", path)
+            }
+            try await place(temporary, at: path, condition: .mustNotExist, isFolder: true)
+            return try await entry(at: path)
+        }
         let response = try await connection.send(connection.request("MKCOL", path: paths.requestPath(path, isFolder: true)))
         switch response.status.code {
         case 201: return try await entry(at: path)
@@ -133,6 +157,7 @@ extension WebDAVStore {
 
     public func makeSymlink(at path: RemotePath, target: String,
                             condition: WriteCondition) async throws(ProviderError) -> RemoteEntry {
+        let mode = try await writeGuard()
         // Servers have no symlinks: a small file holding the target, marked by a dead
         // property, written under a temporary name and moved into place so no client
         // sees it unmarked.
@@ -144,6 +169,10 @@ extension WebDAVStore {
         do throws(ProviderError) {
             try await setSymlinkProperty(temporary, target: target)
             guard case .mustMatch(let version) = condition else { return try await move(temporary, to: path, version: nil) }
+            if mode == .locks {
+                try await place(temporary, at: path, condition: condition)
+                return try await entry(at: path)
+            }
             // Replace in one MOVE (Overwrite: T) so the link never disappears, after checking the version.
             let current = try await entry(at: path)
             guard current.etag?.sameValue(as: version) == true else {

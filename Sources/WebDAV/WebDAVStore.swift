@@ -12,7 +12,12 @@ import SyncEngine
 /// creates carry `If-None-Match: *`. A 412 becomes `versionMismatch` only after a fresh
 /// PROPFIND shows another version: Apache answers its own weak ETag with 412 during the
 /// second after a change, so when the value is unchanged the request is retried after
-/// that second. Call `shutdown()` when done.
+/// that second.
+///
+/// Before its first listing or write the store checks that the server honours `If-Match`
+/// at all (`writeGuard()`): `rclone serve webdav` does not, and there writes are guarded
+/// with WebDAV locks and uploads moved into place instead (`WriteGuard.locks`); a server
+/// with neither is refused. Call `shutdown()` when done.
 public final class WebDAVStore: RemoteStore {
     let connection: WebDAVConnection
     let paths: WebDAVPath
@@ -21,6 +26,8 @@ public final class WebDAVStore: RemoteStore {
     let depthInfinity = Mutex<Bool?>(nil)
     /// False once the server answered COPY with "not allowed" or "not implemented".
     let copies = Mutex(true)
+    /// The probe of how writes are guarded on this server (`writeGuard()`), once started.
+    let guardProbe = Mutex<Task<Result<WriteGuard, ProviderError>, Never>?>(nil)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
@@ -96,6 +103,7 @@ public final class WebDAVStore: RemoteStore {
     }
 
     public func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        _ = try await writeGuard()  // refuse a server we must not write to before anything is synced
         let entries: [RemoteEntry]
         do {
             entries = try await propfind(path, depth: "1", isFolder: true)
@@ -113,6 +121,7 @@ public final class WebDAVStore: RemoteStore {
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        _ = try await writeGuard()
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
             return entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) }
         }

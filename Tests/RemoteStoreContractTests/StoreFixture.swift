@@ -12,13 +12,25 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case apache
     /// Apache mod_dav with `DavDepthInfinity On`: one request lists a tree.
     case apacheDepthInfinity
+    /// `rclone serve webdav` of a local directory (see `packaging/rclone-dav.sh`): a
+    /// server that ignores `If-Match`/`If-None-Match`, so tidesync guards writes with locks.
+    case rclone
 
     var testDescription: String { rawValue }
 
     /// Every kind whose backing server is available in this run.
     static var available: [StoreKind] {
-        TestServer.configured ? allCases : [.localDirectory, .inMemory]
+        allCases.filter { kind in
+            switch kind {
+            case .localDirectory, .inMemory: true
+            case .apache, .apacheDepthInfinity: TestServer.configured
+            case .rclone: RcloneServer.configured
+            }
+        }
     }
+
+    /// True for the kinds that are a WebDAV server.
+    var isWebDAV: Bool { self == .apache || self == .apacheDepthInfinity || self == .rclone }
 }
 
 /// The private Apache that `packaging/test.sh` starts (see `packaging/dav-server.sh`).
@@ -38,6 +50,16 @@ enum TestServer {
     }
 }
 
+/// The private `rclone serve webdav` that `packaging/test.sh` starts (see `packaging/rclone-dav.sh`).
+enum RcloneServer {
+    static let environment = ProcessInfo.processInfo.environment
+    static var configured: Bool { environment["TIDESYNC_TEST_RCLONE_URL"] != nil }
+    static var baseURL: URL { URL(string: environment["TIDESYNC_TEST_RCLONE_URL"]!)! }
+    static var user: String { environment["TIDESYNC_TEST_RCLONE_USER"] ?? "" }
+    static var password: String { environment["TIDESYNC_TEST_RCLONE_PASSWORD"] ?? "" }
+    static var diskRoot: String { environment["TIDESYNC_TEST_RCLONE_ROOT"]! }
+}
+
 /// A fresh, empty store for one test: a temp directory, or a new collection on the
 /// private Apache. `close()` removes what the test made.
 struct StoreFixture {
@@ -50,12 +72,16 @@ struct StoreFixture {
     private let webDAV: WebDAVStore?
     /// The collection this fixture made on the server, removed by `close()`.
     private let collection: (base: URL, name: String)?
+    private let user: String
+    private let password: String
 
     init(_ kind: StoreKind) async throws {
         self.kind = kind
         let unique = "t-\(UUID().uuidString.prefix(8))"
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-contract-\(unique)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        user = kind == .rclone ? RcloneServer.user : TestServer.user
+        password = kind == .rclone ? RcloneServer.password : TestServer.password
         switch kind {
         case .localDirectory:
             diskPath = scratch.appendingPathComponent("store").path
@@ -64,28 +90,26 @@ struct StoreFixture {
             webDAV = nil
             collection = nil
         case .inMemory: diskPath = scratch.path; store = InMemoryRemoteStore(); webDAV = nil; collection = nil
-        case .apache, .apacheDepthInfinity:
-            let base = TestServer.baseURL(kind)
-            let root = try WebDAVEndpoint(baseURL: base, username: TestServer.user,
-                                          password: TestServer.password, allowInsecureHTTP: false)
+        case .apache, .apacheDepthInfinity, .rclone:
+            let base = kind == .rclone ? RcloneServer.baseURL : TestServer.baseURL(kind)
+            let root = try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
             let rootStore = WebDAVStore(endpoint: root, connections: 2)
             _ = try await rootStore.makeFolder(at: RemotePath([unique]))
             await rootStore.shutdown()
             let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(unique, isDirectory: true),
-                                              username: TestServer.user, password: TestServer.password,
-                                              allowInsecureHTTP: false)
+                                              username: user, password: password, allowInsecureHTTP: false)
             let store = WebDAVStore(endpoint: endpoint, connections: 8)
             self.store = store
             webDAV = store
             collection = (base, unique)
-            diskPath = TestServer.diskRoot(kind) + "/" + unique
+            diskPath = (kind == .rclone ? RcloneServer.diskRoot : TestServer.diskRoot(kind)) + "/" + unique
         }
     }
 
     func close() async {
         await webDAV?.shutdown()
-        if let collection, let endpoint = try? WebDAVEndpoint(baseURL: collection.base, username: TestServer.user,
-                                                              password: TestServer.password, allowInsecureHTTP: false) {
+        if let collection, let endpoint = try? WebDAVEndpoint(baseURL: collection.base, username: user,
+                                                              password: password, allowInsecureHTTP: false) {
             let root = WebDAVStore(endpoint: endpoint, connections: 1)
             try? await root.delete(RemotePath([collection.name]), version: nil)
             await root.shutdown()

@@ -1,0 +1,331 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SyncEngine
+
+/// How this store keeps the contract's promise that a write of an existing item is
+/// guarded by its version, decided once per store by `probeWriteGuard()`.
+enum WriteGuard: Sendable, Equatable {
+    /// The server honours `If-Match` and `If-None-Match` (Apache mod_dav, Nextcloud,
+    /// ownCloud): every write carries them.
+    case conditionalHeaders
+    /// The server ignores both headers (a PUT with a stale `If-Match` overwrites, one with
+    /// `If-None-Match: *` replaces an existing file) but enforces WebDAV locks, answers
+    /// `Overwrite: F` with 412 and writes PUT bodies in place: `rclone serve webdav` and
+    /// other servers built on golang.org/x/net/webdav. Then:
+    /// - a file is uploaded under a hidden temporary name beside the target, its size
+    ///   checked, and moved into place, so a cut upload never leaves a truncated file where
+    ///   the old version was, and no reader sees a half-written one;
+    /// - a create is that MOVE with `Overwrite: F` (the server checks and renames under its
+    ///   own per-request locks), a new folder an MKCOL of a temporary name moved the same way
+    ///   (MKCOL on an existing folder answers 201 there);
+    /// - a replace or a guarded delete LOCKs the target, re-reads its version under the lock
+    ///   and only then sends the MOVE or DELETE with the lock token: every other writer
+    ///   through that server gets 423 meanwhile, so the check and the write are one step.
+    /// What this cannot cover: a guarded MOVE (its destination would need a lock too, and
+    /// a LOCK of a free name creates a file there) is checked just before it is sent — a
+    /// change that slips in moves along with the name and is seen as an edit by the next
+    /// pass, nothing is lost; and writes that bypass the server (to the served directory
+    /// on its disk) are seen only once its directory cache expires.
+    case locks
+    /// The server ignores `If-Match` and offers nothing to guard writes with: writing to
+    /// it could silently overwrite what others wrote, so every operation is refused.
+    case unsafe(String)
+}
+
+extension WebDAVStore {
+    static let probePrefix = temporaryPrefix + "probe-"
+    static let lockTimeout = "Second-60"
+    static let lockBody = """
+        <?xml version="1.0" encoding="utf-8"?>
+        <d:lockinfo xmlns:d="DAV:"><d:lockscope><d:exclusive/></d:lockscope><d:locktype><d:write/></d:locktype><d:owner>tidesync</d:owner></d:lockinfo>
+        """
+
+    /// The way writes are guarded on this server; probes it on first use (one probe at a
+    /// time, its verdict kept). Throws `cannotSynchronize` for a server that ignores
+    /// `If-Match` and has no working locks, and what the probe met when it could not finish
+    /// (unreachable, wrong password): then the next call probes again.
+    func writeGuard() async throws(ProviderError) -> WriteGuard {
+        let task = guardProbe.withLock { state in
+            if let state { return state }
+            let task = Task { await self.probeWriteGuard() }
+            state = task
+            return task
+        }
+        switch await task.value {
+        case .success(.unsafe(let reason)):
+            throw ProviderError(.cannotSynchronize, reason)
+        case .success(let mode):
+            return mode
+        case .failure(let error):
+            guardProbe.withLock { if $0 == task { $0 = nil } }
+            throw error
+        }
+    }
+
+    func probeWriteGuard() async -> Result<WriteGuard, ProviderError> {
+        do throws(ProviderError) { return .success(try await probe()) } catch { return .failure(error) }
+    }
+
+    /// A PUT of a new scratch file (`.tidesync-tmp-probe-…`, hidden from listings) with an
+    /// `If-Match` no resource can have. A server that honours conditions answers 412 and
+    /// creates nothing (Apache, sabre/dav); one that creates the file ignores `If-Match`, and
+    /// then its locks and `Overwrite: F` are probed on that file before it is deleted.
+    func probe() async throws(ProviderError) -> WriteGuard {
+        let scratch = try RemotePath([Self.probePrefix + UUID().uuidString])
+        var put = connection.request("PUT", path: paths.requestPath(scratch),
+                                     headers: [("If-Match", "\"tidesync-probe-no-such-version\"")])
+        put.body = .bytes(ByteBuffer())
+        let response = try await connection.send(put)
+        switch response.status.code {
+        case 412:
+            return .conditionalHeaders
+        case 200..<300:
+            break
+        case 401, 500..<600:
+            throw response.status.providerError("PUT", scratch)
+        default:
+            // A read-only folder (403) or a server that refuses the empty PUT: nothing can be
+            // learned here, and writes it refuses cannot overwrite anything either.
+            logger.warning("cannot check whether the server honours If-Match (a PUT of a scratch file in the sync folder was answered \(response.status.code)); assuming it does")
+            return .conditionalHeaders
+        }
+        let server = response.headers.first(name: "Server").map { " (\($0))" } ?? ""
+        logger.notice("the server\(server) ignores If-Match; checking its locks")
+        let other = try RemotePath([scratch.name + "-b"])
+        var token: String?
+        let verdict: String?
+        do throws(ProviderError) {
+            verdict = try await probeLocks(scratch, other: other, token: &token)
+        } catch {
+            await removeProbeFiles([scratch, other], token: token)
+            throw error
+        }
+        await removeProbeFiles([scratch, other], token: token)
+        let what = "the WebDAV server at \(connection.endpoint.description)\(server) ignores If-Match and If-None-Match"
+        switch verdict {
+        case nil:
+            logger.notice("\(what); tidesync guards writes there with WebDAV locks and moves uploads into place")
+            return .locks
+        case let reason?:
+            return .unsafe("\(what) and \(reason): tidesync could silently overwrite changes made by others there, so it does not sync with it. Use a server that honours conditional requests (Nextcloud, ownCloud, Apache mod_dav) or one with working locks (rclone serve webdav)")
+        }
+    }
+
+    /// Nil when the server enforces locks and `Overwrite: F` on the scratch files; else why not.
+    func probeLocks(_ scratch: RemotePath, other: RemotePath, token: inout String?) async throws(ProviderError) -> String? {
+        var put = connection.request("PUT", path: paths.requestPath(other), headers: [])
+        put.body = .bytes(ByteBuffer())
+        let created = try await connection.send(put).status
+        guard (200..<300).contains(created.code) else { throw created.providerError("PUT", other) }
+        let move = try await connection.send(connection.request("MOVE", path: paths.requestPath(scratch), headers:
+            [("Destination", absoluteURL(other)), ("Overwrite", "F")])).status
+        if (200..<300).contains(move.code) { return "overwrites the destination of a MOVE sent with Overwrite: F" }
+        let lock = try await sendLock(scratch)
+        guard (200..<300).contains(lock.status.code), let held = lock.headers.first(name: "Lock-Token") else {
+            return "does not support LOCK (answered \(lock.status.code))"
+        }
+        token = held
+        var intruder = connection.request("PUT", path: paths.requestPath(scratch), headers: [])
+        intruder.body = .bytes(ByteBuffer(string: "x"))
+        let blocked = try await connection.send(intruder).status
+        guard blocked.code == 423 else { return "does not enforce its locks (a PUT without the lock token was answered \(blocked.code))" }
+        let delete = try await connection.send(connection.request("DELETE", path: paths.requestPath(scratch),
+                                                                  headers: [("If", Self.ifHeader(token: held))])).status
+        guard (200..<300).contains(delete.code) else { return "refuses its own lock token (DELETE answered \(delete.code))" }
+        return nil
+    }
+
+    /// Best effort: the probe's files and lock, whatever state the probe stopped in.
+    func removeProbeFiles(_ files: [RemotePath], token: String?) async {
+        if let token {
+            _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(files[0]),
+                                                              headers: [("If", Self.ifHeader(token: token))]))
+            await unlock(files[0], token: token)
+        }
+        for file in files { _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(file))) }
+    }
+
+    // MARK: Locks
+
+    func sendLock(_ path: RemotePath, isFolder: Bool = false) async throws(ProviderError) -> CollectedResponse {
+        var request = connection.request("LOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [
+            ("Depth", isFolder ? "infinity" : "0"), ("Timeout", Self.lockTimeout), ("Content-Type", "application/xml; charset=utf-8"),
+        ])
+        request.body = .bytes(ByteBuffer(string: Self.lockBody))
+        return try await connection.send(request)
+    }
+
+    /// `If: (<token>)`, or a tagged list naming `resource` (RFC 4918 §10.4): then the
+    /// token covers the MOVE's destination and nothing is asked of its (our own) source.
+    static func ifHeader(token: String, resource: String? = nil) -> String {
+        let bracketed = token.hasPrefix("<") ? token : "<\(token)>"
+        return (resource.map { "<\($0)> " } ?? "") + "(\(bracketed))"
+    }
+
+    func unlock(_ path: RemotePath, token: String, isFolder: Bool = false) async {
+        let request = connection.request("UNLOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [("Lock-Token", token)])
+        do {
+            let status = try await connection.send(request).status
+            if !(200..<300).contains(status.code) {
+                logger.warning("UNLOCK \(path) answered \(status.code); the lock expires by itself", metadata: ["path": "\(path)"])
+            }
+        } catch {
+            logger.warning("cannot UNLOCK \(path) (\(error.message)); the lock expires by itself")
+        }
+    }
+
+    /// Runs `body` with the token of a lock on `path`, after checking under that lock that
+    /// the server still holds `version` there: the check and `body`'s write are one step for
+    /// every writer that goes through the server.
+    func withVersionLock<T>(_ path: RemotePath, version: ETag,
+                            body: (_ token: String) async throws(ProviderError) -> T) async throws(ProviderError) -> T {
+        // Checked before the LOCK too: a LOCK of a free name creates an empty file there.
+        try await requireVersion(path, version)
+        let response = try await sendLock(path)
+        switch response.status.code {
+        case 200, 201:
+            break
+        case 423:
+            throw ProviderError(.locked, "\(path) is locked on the server by another client; will retry", underlying: "HTTP 423")
+        default:
+            throw response.status.providerError("LOCK", path)
+        }
+        guard let token = response.headers.first(name: "Lock-Token") else {
+            throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token")
+        }
+        do throws(ProviderError) {
+            if response.status.code == 201 {
+                // The item went away between the check and the LOCK, which made an empty file.
+                _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(path),
+                                                                  headers: [("If", Self.ifHeader(token: token))]))
+                throw ProviderError(.noSuchItem, "\(path) no longer exists on the server")
+            }
+            try await requireVersion(path, version)
+            let result = try await body(token)
+            await unlock(path, token: token)
+            return result
+        } catch {
+            await unlock(path, token: token)
+            throw error
+        }
+    }
+
+    /// Throws `noSuchItem` or `versionMismatch` unless a fresh PROPFIND shows `version` at `path`.
+    func requireVersion(_ path: RemotePath, _ version: ETag) async throws(ProviderError) {
+        let current: RemoteEntry
+        do { current = try await entry(at: path) } catch where error.code == .noSuchItem {
+            throw ProviderError(.noSuchItem, "\(path) no longer exists on the server")
+        }
+        guard let etag = current.etag, etag.sameValue(as: version) else {
+            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+        }
+    }
+
+    // MARK: Writes on a server that ignores conditions
+
+    /// The name beside `path` an upload or a new folder is made under before it is moved into place.
+    func temporary(beside path: RemotePath) throws(ProviderError) -> RemotePath {
+        try path.parent.appending(Self.temporaryPrefix + UUID().uuidString)
+    }
+
+    /// Moves our own `temporary` to `path`: when `condition` is `mustNotExist` with
+    /// `Overwrite: F`, else under a lock on `path` taken after checking its version, with
+    /// `Overwrite: T` (the server deletes the old version and renames ours in its place).
+    /// The temporary is deleted when it could not be placed.
+    func place(_ temporary: RemotePath, at path: RemotePath, condition: WriteCondition, isFolder: Bool = false) async throws(ProviderError) {
+        do throws(ProviderError) {
+            switch condition {
+            case .mustNotExist:
+                let status = try await connection.send(connection.request("MOVE", path: paths.requestPath(temporary, isFolder: isFolder), headers:
+                    [("Destination", absoluteURL(path, isFolder: isFolder)), ("Overwrite", "F")])).status
+                switch status.code {
+                case 200..<300: return
+                case 412: throw ProviderError(.filenameCollision, "\(path) already exists on the server")
+                case 403, 404, 409 where try await !exists(path.parent):
+                    // rclone answers a MOVE into a missing folder with 403: the folder went away meanwhile.
+                    throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
+                default: throw status.providerError("MOVE", path)
+                }
+            case .mustMatch(let version):
+                try await withVersionLock(path, version: version) { (token: String) throws(ProviderError) in
+                    let status = try await connection.send(connection.request("MOVE", path: paths.requestPath(temporary), headers: [
+                        ("Destination", absoluteURL(path)), ("Overwrite", "T"),
+                        ("If", Self.ifHeader(token: token, resource: absoluteURL(path))),
+                    ])).status
+                    guard (200..<300).contains(status.code) else {
+                        if status.code == 412 {
+                            throw ProviderError(.cannotSynchronize, "the server did not accept its own lock token for \(path); will retry",
+                                                underlying: "HTTP 412 on MOVE")
+                        }
+                        throw status.providerError("MOVE", path)
+                    }
+                }
+            }
+        } catch {
+            await removeTemporary(temporary, isFolder: isFolder)
+            throw error
+        }
+    }
+
+    func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false) async {
+        _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(temporary, isFolder: isFolder)))
+    }
+
+    /// Uploads `file` to a temporary beside `path`, checks that all of it arrived and moves
+    /// it into place (see `WriteGuard.locks`).
+    func uploadViaTemporary(_ file: OpenFile, _ before: OpenFile.Status, to path: RemotePath, condition: WriteCondition,
+                            progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
+        if case .mustMatch(let version) = condition {
+            try await requireVersion(path, version)  // fail early, before the bytes are sent
+        }
+        let temporary = try temporary(beside: path)
+        let sent: RemoteEntry
+        do throws(ProviderError) {
+            let (status, _) = try await putFile(file, before, at: temporary, headers: [], progress: progress)
+            guard (200..<300).contains(status.code) else {
+                if [404, 409].contains(status.code), try await !exists(path.parent) {
+                    throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
+                }
+                throw status.providerError("PUT", path)
+            }
+            sent = try await uploadedEntry(at: temporary)
+            guard sent.size == before.size else {
+                throw ProviderError(.serverUnreachable, "the upload of \(path) arrived incomplete (\(sent.size) of \(before.size) bytes); will retry")
+            }
+        } catch {
+            await removeTemporary(temporary)
+            if try file.status() != before {
+                throw ProviderError(.cannotSynchronize, "\(file.path) changed while it was uploaded; it will be sent again")
+            }
+            throw error
+        }
+        try await place(temporary, at: path, condition: condition)
+        do {
+            var entry = try await uploadedEntry(at: path)
+            // A rename keeps the file's time and size, so its ETag too. Another one means
+            // another client wrote after the lock was released: keep ours, the next pass
+            // sees theirs as a change.
+            if let ours = sent.etag {
+                if entry.etag?.sameValue(as: ours) != true { entry.etag = ours }
+            } else if entry.size != sent.size {
+                entry.etag = nil
+            }
+            return entry
+        } catch where error.code == .serverUnreachable || error.code == .cancelled {
+            return RemoteEntry(path: path, kind: .file, size: before.size, etag: sent.etag)
+        }
+    }
+
+    /// True when `path` exists (the root always does).
+    func exists(_ path: RemotePath) async throws(ProviderError) -> Bool {
+        if path.isRoot { return true }
+        do {
+            _ = try await entry(at: path)
+            return true
+        } catch where error.code == .noSuchItem {
+            return false
+        }
+    }
+}

@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 whose every answer comes from `respond`: enough to
+/// play a WebDAV server with a given defect. Sockets are served on threads of their own,
+/// never on Swift's cooperative pool.
+final class FakeDAVServer: Sendable {
+    struct Request: Sendable {
+        var method: String
+        var path: String
+        var headers: [String: String]  // names lowercased
+    }
+
+    struct Response: Sendable {
+        var status: Int
+        var headers: [(String, String)] = []
+        var body = ""
+    }
+
+    let port: UInt16
+    private let listener: Int32
+    private let log = Mutex<[Request]>([])
+    private let respond: @Sendable (Request) -> Response
+
+    var requests: [Request] { log.withLock { $0 } }
+    var url: URL { URL(string: "http://127.0.0.1:\(port)/dav/")! }
+
+    init(respond: @escaping @Sendable (Request) -> Response) throws {
+        self.respond = respond
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard bound == 0, named == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        listener = fd
+        port = UInt16(bigEndian: address.sin_port)
+        let listener = fd
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(listener, nil, nil)
+                if client < 0 {
+                    if errno == EINTR { continue }
+                    return  // stopped
+                }
+                Thread.detachNewThread { [self] in serve(client) }
+            }
+        }
+    }
+
+    /// Stops accepting; connections end when the client closes them.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var pending = [UInt8]()
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        while true {
+            var headerEnd: Int?
+            while headerEnd == nil {
+                if let end = Self.find(separator, in: pending) { headerEnd = end; break }
+                guard let more = Self.read(client) else { return }
+                pending += more
+            }
+            let head = String(decoding: pending[..<headerEnd!], as: UTF8.self)
+            pending.removeFirst(headerEnd! + separator.count)
+            var lines = head.components(separatedBy: "\r\n")
+            let requestLine = lines.removeFirst().split(separator: " ")
+            guard requestLine.count >= 2 else { return }
+            var headers: [String: String] = [:]
+            for line in lines {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            let length = Int(headers["content-length"] ?? "0") ?? 0
+            while pending.count < length {
+                guard let more = Self.read(client) else { return }
+                pending += more
+            }
+            pending.removeFirst(length)
+            let request = Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)
+            log.withLock { $0.append(request) }
+            let response = respond(request)
+            var text = "HTTP/1.1 \(response.status) Fake\r\nServer: FakeDAV/1.0\r\nContent-Length: \(response.body.utf8.count)\r\n"
+            for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+            text += "\r\n" + response.body
+            let bytes = Array(text.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let n = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+    }
+
+    private static func read(_ client: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+        return n > 0 ? Array(buffer[..<n]) : nil
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<$0 + needle.count].elementsEqual(needle) }
+    }
+
+    /// A 207 describing `/dav/` as an empty collection.
+    static let emptyRoot = Response(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
+        <?xml version="1.0" encoding="utf-8"?>
+        <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/</d:href><d:propstat><d:prop>\
+        <d:resourcetype><d:collection/></d:resourcetype></d:prop><d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+        """)
+}

@@ -1,0 +1,123 @@
+import Foundation
+import SyncEngine
+import Testing
+@testable import WebDAV
+
+/// The probe that decides how writes are guarded on a server, against fake servers with
+/// one defect each (the real rclone is in `RcloneServerTests`).
+@Suite("WebDAV write guard probe")
+struct WriteGuardTests {
+    /// A server that creates whatever is PUT, whatever the conditions, and answers the
+    /// rest as `others` says.
+    static func ignoringConditions(_ others: @escaping @Sendable (FakeDAVServer.Request) -> FakeDAVServer.Response?) throws -> FakeDAVServer {
+        try FakeDAVServer { request in
+            if let response = others(request) { return response }
+            switch request.method {
+            case "PUT", "MKCOL": return .init(status: 201)
+            case "DELETE": return .init(status: 204)
+            case "MOVE" where request.headers["overwrite"] == "F": return .init(status: 412)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+    }
+
+    static func store(_ server: FakeDAVServer) throws -> WebDAVStore {
+        WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+    }
+
+    static func writesWithoutProbe(_ server: FakeDAVServer) -> [FakeDAVServer.Request] {
+        server.requests.filter { ["PUT", "MOVE", "DELETE", "MKCOL"].contains($0.method) && !$0.path.contains(".tidesync-tmp-probe-") }
+    }
+
+    @Test("a server that ignores If-Match and has no LOCK is refused before anything is listed or written")
+    func noLocks() async throws {
+        let server = try Self.ignoringConditions { _ in nil }  // LOCK: 405
+        defer { server.stop() }
+        let store = try Self.store(server)
+        do {
+            _ = try await store.children(of: .root)
+            Issue.record("the listing went ahead")
+        } catch {
+            #expect(error.code == .cannotSynchronize)
+            #expect(error.message.contains(server.url.absoluteString) && error.message.contains("FakeDAV/1.0"), "names the server: \(error)")
+            #expect(error.message.contains("ignores If-Match") && error.message.contains("LOCK"), "says what is wrong: \(error)")
+            #expect(!error.description.contains("secret-pw"))
+        }
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-guard-\(UUID().uuidString)")
+        try Data("mine".utf8).write(to: source)
+        defer { try? FileManager.default.removeItem(at: source) }
+        do {
+            _ = try await store.upload(from: source, to: p("doc.txt"), condition: .mustMatch(ETag(value: "v1")), progress: nil)
+            Issue.record("the upload went ahead")
+        } catch {
+            #expect(error.code == .cannotSynchronize)
+        }
+        await expectCode(.cannotSynchronize) { try await store.delete(p("doc.txt"), version: ETag(value: "v1")) }
+        await expectCode(.cannotSynchronize) { try await store.makeFolder(at: p("new")) }
+        #expect(Self.writesWithoutProbe(server).isEmpty, "\(Self.writesWithoutProbe(server).map { "\($0.method) \($0.path)" })")
+        #expect(server.requests.filter { $0.headers["if-match"] != nil }.count == 1, "the verdict is kept: one probe")
+        #expect(server.requests.filter { $0.method == "DELETE" }.count >= 1, "the probe's scratch file is removed")
+        await store.shutdown()
+    }
+
+    @Test("a server whose locks do not stop other writers is refused too")
+    func unenforcedLocks() async throws {
+        let server = try Self.ignoringConditions { request in
+            request.method == "LOCK" ? .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")]) : nil
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        do {
+            _ = try await store.descendants(of: .root)
+            Issue.record("the listing went ahead")
+        } catch {
+            #expect(error.code == .cannotSynchronize)
+            #expect(error.message.contains("does not enforce its locks"), "\(error)")
+        }
+        await store.shutdown()
+    }
+
+    @Test("a server that answers the probe with 412 is written to with If-Match, and nothing is left of the probe")
+    func honoured() async throws {
+        let server = try FakeDAVServer { request in
+            switch request.method {
+            case "PUT" where request.headers["if-match"] != nil: .init(status: 412)
+            case "PROPFIND": FakeDAVServer.emptyRoot
+            default: .init(status: 500)
+            }
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(try await store.children(of: .root).isEmpty)
+        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND"], "one conditional PUT that created nothing, no cleanup needed")
+        await store.shutdown()
+    }
+
+    @Test("a probe that cannot reach the server fails like any request, and is tried again")
+    func unreachable() async throws {
+        let server = try FakeDAVServer { request in
+            request.method == "PUT" ? .init(status: 503) : FakeDAVServer.emptyRoot
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        await expectCode(.serverUnreachable) { try await store.children(of: .root) }
+        await expectCode(.serverUnreachable) { try await store.children(of: .root) }
+        #expect(server.requests.filter { $0.method == "PUT" }.count == 2)
+        await store.shutdown()
+    }
+}
+
+/// Expects `body` to throw a ProviderError with `code`.
+func expectCode<T>(_ code: ProviderError.Code, sourceLocation: SourceLocation = #_sourceLocation,
+                   _ body: () async throws -> T) async {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as ProviderError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected ProviderError \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
