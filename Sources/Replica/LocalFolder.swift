@@ -356,7 +356,8 @@ public struct LocalFolder: Sendable {
 
     static func heldError(_ target: String) -> ProviderError {
         ProviderError(.locked, "\(target) changed on the server but is open for writing in a program"
-                      + (OpenWriters.describe(at: target).map { " (by \($0))" } ?? "") + "; it is replaced once it is closed")
+                      + (OpenWriters.describe(at: target).map { " (by \($0))" } ?? "")
+                      + "; the server's version is brought in once it is closed")
     }
 
     /// A visible name beside `name` for a version that could not be put back.

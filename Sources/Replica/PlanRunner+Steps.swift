@@ -173,6 +173,9 @@ extension PlanRunner {
     /// Keeps the local version under the conflict-copy name on both sides.
     private func conflictCopy(_ conflict: ConflictCopy, operation: Int64?,
                               progress: TransferProgress?) async throws(ProviderError) {
+        // A program still writing would go on writing into the copy while the server's
+        // version takes the name: the copy waits until it is closed.
+        if conflict.kind == .file || conflict.kind == .bundle { try folder.requireNoWriter(conflict.path, kind: conflict.kind) }
         let stat = try folder.move(from: conflict.path, to: conflict.copy, expected: conflict.local)
         logger.warning("conflict: \(conflict.path) changed on both sides; this machine's version is kept as \(conflict.copy)")
         // Listed from the moment the copy exists: an upload that fails now is retried as a new file.
