@@ -281,9 +281,14 @@ final class TwoClientWorld: @unchecked Sendable {
     }
 
     /// Files by path (names as bytes in hex where not plain) → contents; Apache's own
-    /// `.DAV` folders left out.
+    /// `.DAV` folders and `.davfs.tmp*` files left out. (mod_dav_fs writes a PUT's body to
+    /// `.davfs.tmp*` in the target's folder and renames it at the end; when another client
+    /// moves that folder meanwhile, the rename fails and the temporary stays, moved along
+    /// with the folder. Apache never lists those names, so no client sees them.)
     func remoteTree() -> [String: String] {
-        TwoClientWorld.tree(remoteDisk).filter { !$0.key.split(separator: "/").contains(".DAV") }
+        TwoClientWorld.tree(remoteDisk).filter { entry in
+            !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") }
+        }
     }
 
     /// The files below `root` (folders are implied; empty folders as "<folder>").
