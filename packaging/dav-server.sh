@@ -26,81 +26,17 @@ START_TIMEOUT=10 # seconds
 STOP_TIMEOUT=10  # seconds
 
 me=dav-server
-say() { printf '%s: %s\n' "$me" "$*" >&2; }
-die() {
-    say "$*"
-    exit 1
-}
-
-usage() {
-    cat >&2 <<EOF
-usage: $0 start DIR | stop DIR
-  start DIR  start a private Apache mod_dav on 127.0.0.1; writes DIR/env
-  stop DIR   stop the instance whose state is in DIR (no-op if not running)
-EOF
-    exit 2
-}
-
-# The pid in DIR/httpd.pid if that process is alive and is our apache2 for
-# this DIR (guards against a stale pid file and pid reuse); empty otherwise.
-live_pid() {
-    local dir=$1 pid cmdline
-    [[ -s "$dir/httpd.pid" ]] || return 0
-    pid=$(tr -dc '0-9' <"$dir/httpd.pid")
-    [[ -n "$pid" ]] || return 0
-    [[ -r "/proc/$pid/cmdline" ]] || return 0
-    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
-    if [[ "$cmdline" == *"$dir/httpd.conf"* ]]; then
-        printf '%s\n' "$pid"
-    fi
-}
-
-# All processes of this instance: the parent and its children.
+what="a private Apache mod_dav"
+server=apache2
+pid_file=httpd.pid
+is_ours() { [[ "$1" == *"$2/httpd.conf"* ]]; }
+# The parent and its children.
 instance_pids() {
-    local pid=$1
-    printf '%s\n' "$pid"
-    pgrep -P "$pid" 2>/dev/null || true
+    printf '%s\n' "$1"
+    pgrep -P "$1" 2>/dev/null || true
 }
-
-any_alive() {
-    local p
-    for p in "$@"; do
-        if kill -0 "$p" 2>/dev/null; then
-            return 0
-        fi
-    done
-    return 1
-}
-
-# Stop the instance in DIR; return 0 when nothing of it is left running.
-stop_instance() {
-    local dir=$1 pid pids i
-    pid=$(live_pid "$dir")
-    if [[ -z "$pid" ]]; then
-        rm -f "$dir/httpd.pid"
-        return 0
-    fi
-    mapfile -t pids < <(instance_pids "$pid")
-    if ! kill -TERM "$pid" 2>/dev/null; then
-        say "cannot signal apache2 pid $pid (started by another user?)"
-        return 1
-    fi
-    for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-        any_alive "${pids[@]}" || break
-        sleep 0.1
-    done
-    if any_alive "${pids[@]}"; then
-        say "apache2 (pid ${pids[*]}) still running after ${STOP_TIMEOUT}s; sending SIGKILL"
-        kill -KILL "${pids[@]}" 2>/dev/null || true
-        sleep 0.2
-        if any_alive "${pids[@]}"; then
-            say "apache2 processes ${pids[*]} would not die"
-            return 1
-        fi
-    fi
-    rm -f "$dir/httpd.pid"
-    return 0
-}
+# shellcheck source=packaging/lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 
 # A TCP port on 127.0.0.1 that is free right now, from 20000-31999: below the
 # kernel's ephemeral range (32768-60999 by default), so no outgoing connection

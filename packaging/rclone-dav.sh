@@ -27,63 +27,13 @@ START_TIMEOUT=15 # seconds
 STOP_TIMEOUT=10  # seconds
 
 me=rclone-dav
-say() { printf '%s: %s\n' "$me" "$*" >&2; }
-die() {
-    say "$*"
-    exit 1
-}
-
-usage() {
-    cat >&2 <<EOF
-usage: $0 start DIR | stop DIR
-  start DIR  start a private rclone serve webdav on 127.0.0.1; writes DIR/env
-  stop DIR   stop the instance whose state is in DIR (no-op if not running)
-EOF
-    exit 2
-}
-
-# The pid in DIR/rclone.pid if that process is alive and is our rclone for this
-# DIR (guards against a stale pid file and pid reuse); empty otherwise.
-live_pid() {
-    local dir=$1 pid cmdline
-    [[ -s "$dir/rclone.pid" ]] || return 0
-    pid=$(tr -dc '0-9' <"$dir/rclone.pid")
-    [[ -n "$pid" ]] || return 0
-    [[ -r "/proc/$pid/cmdline" ]] || return 0
-    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
-    if [[ "$cmdline" == *"serve webdav $dir/root "* ]]; then
-        printf '%s\n' "$pid"
-    fi
-}
-
-# Stop the instance in DIR; return 0 when it is no longer running.
-stop_instance() {
-    local dir=$1 pid i
-    pid=$(live_pid "$dir")
-    if [[ -z "$pid" ]]; then
-        rm -f "$dir/rclone.pid"
-        return 0
-    fi
-    if ! kill -TERM "$pid" 2>/dev/null; then
-        say "cannot signal rclone pid $pid (started by another user?)"
-        return 1
-    fi
-    for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "rclone (pid $pid) still running after ${STOP_TIMEOUT}s; sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-        sleep 0.2
-        if kill -0 "$pid" 2>/dev/null; then
-            say "rclone pid $pid would not die"
-            return 1
-        fi
-    fi
-    rm -f "$dir/rclone.pid"
-    return 0
-}
+what="a private rclone serve webdav"
+server=rclone
+pid_file=rclone.pid
+is_ours() { [[ "$1" == *"serve webdav $2/root "* ]]; }
+instance_pids() { printf '%s\n' "$1"; }
+# shellcheck source=packaging/lib/instance.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 
 start() {
     local dir=$1 password pid port url code i env_tmp
