@@ -51,7 +51,7 @@ public enum OpenWriters {
         let writers = find(at: path)
         guard !writers.isEmpty else { return nil }
         var seen = Set<Int32>()
-        return writers.filter { seen.insert($0.pid).inserted }.map(\.description).joined(separator: ", ")
+        return writers.filter { seen.insert($0.pid).inserted }.map(\.description).joined(separator: "; ")
     }
 
     static func link(_ path: String) -> String? {

@@ -100,6 +100,10 @@ final class CrashRecoveryTests: @unchecked Sendable {
     /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
     /// Polls on a thread of its own, so the moment is caught even when the test threads are busy.
     func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
+        await Self.wait(for: process, seconds: seconds, until: condition)
+    }
+
+    static func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
         let box = UncheckedBox(process)
         return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
             Thread {
