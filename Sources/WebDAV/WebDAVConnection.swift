@@ -107,14 +107,23 @@ final class WebDAVConnection: Sendable {
         return request
     }
 
-    /// Sends `request` and collects a small answer.
+    /// Sends `request` and collects a small answer. A request written to a pooled
+    /// connection the server had just closed (a keep-alive timeout, or the close after an
+    /// answer that left a body unread) never reached it: it is sent once more, on a new
+    /// connection.
     func send(_ request: HTTPClientRequest) async throws(ProviderError) -> CollectedResponse {
-        do {
-            let response = try await client.execute(request, timeout: Self.metadataTimeout)
-            let body = try await response.body.collect(upTo: Self.maximumMetadataBytes)
-            return CollectedResponse(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
-        } catch {
-            throw Self.map(error, method: request.method.rawValue)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let response = try await client.execute(request, timeout: Self.metadataTimeout)
+                let body = try await response.body.collect(upTo: Self.maximumMetadataBytes)
+                return CollectedResponse(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
+            } catch let error as ChannelError where error == .ioOnClosedChannel && attempt == 1 {
+                continue
+            } catch {
+                throw Self.map(error, method: request.method.rawValue)
+            }
         }
     }
 
