@@ -315,7 +315,7 @@ public struct LocalFolder: Sendable {
             }
         }
         // `temporary` now names the old item, `target` the download.
-        let held = kind == .bundle ? bundleHasWriter(atAbsolute: temporary, path: path) : Self.isOpenForWriting(atAbsolute: temporary)
+        let held = Self.stillHeld { kind == .bundle ? bundleHasWriter(atAbsolute: temporary, path: path) : Self.isOpenForWriting(atAbsolute: temporary) }
         if scan(temporary) == replacing, !held {
             remove(temporary)
             return
@@ -350,8 +350,20 @@ public struct LocalFolder: Sendable {
     /// file of the bundle) open for writing: replacing it now would send that program's
     /// next writes to a file no longer in the folder.
     public func requireNoWriter(_ path: RemotePath, kind: ItemKind) throws(ProviderError) {
-        let held = kind == .bundle ? bundleHasWriter(path) : isOpenForWriting(path)
+        let held = Self.stillHeld { kind == .bundle ? bundleHasWriter(path) : isOpenForWriting(path) }
         if held { throw Self.heldError(absolute(path)) }
+    }
+
+    /// True when `check` (a writer test) still holds after two short pauses (10 and 100 ms).
+    /// A descriptor can outlive its writer's close for a moment: a process that forked
+    /// just then keeps a copy until its child runs `exec` — on a loaded machine, tens of
+    /// milliseconds. Only a writer that stays is worth a retry later.
+    static func stillHeld(_ check: () -> Bool) -> Bool {
+        for pause: UInt32 in [10_000, 100_000] {
+            guard check() else { return false }
+            usleep(pause)
+        }
+        return check()
     }
 
     static func heldError(_ target: String) -> ProviderError {
