@@ -179,8 +179,10 @@ final class StatusCommandTests {
         #expect(screen.output.contains("next retry:"))
         try await apache.restart()
         try Data("after".utf8).write(to: URL(fileURLWithPath: fixture.local + "/after.txt"))
+        // Idle may be seen before the watcher has settled the new file: wait for the file.
+        #expect(try await fixture.wait(seconds: 90) { FileManager.default.fileExists(atPath: collection.disk + "/after.txt") },
+                "after.txt never reached the server; log:\n\(fixture.log.suffix(2000))")
         #expect(try await fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
-        #expect(FileManager.default.fileExists(atPath: collection.disk + "/after.txt"))
         try await apache.stop()
     }
 }

