@@ -1,5 +1,5 @@
-// The `tidesync status --json` schema, version 1 (documented in docs/status-schema.md and
-// docs/status.schema.json). Stable: fields are only ever added; none is renamed, retyped or
+// The `tidesync status --json` schema, version 1 (documented in packaging/schema/status-schema.md and
+// packaging/schema/status.schema.json). Stable: fields are only ever added; none is renamed, retyped or
 // removed. Optional fields are left out when they have no value.
 
 import Foundation

@@ -15,7 +15,7 @@ struct Status: ParsableCommand {
         discussion: """
             Asks the running daemon over its control socket. When no daemon runs, reads the state \
             databases read-only and says so. --json prints the same as JSON, schema version 1 \
-            (docs/status-schema.md; fields are only ever added).
+            (packaging/schema/status-schema.md; fields are only ever added).
 
             Exit status: 0 every domain idle and in sync; 1 a domain is starting, syncing, paused, \
             or has pending items or items in error; 2 a domain is in error (server unreachable, \

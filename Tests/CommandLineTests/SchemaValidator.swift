@@ -1,6 +1,6 @@
 import Foundation
 
-/// Checks a JSON value against the subset of JSON Schema that docs/status.schema.json uses:
+/// Checks a JSON value against the subset of JSON Schema that packaging/schema/status.schema.json uses:
 /// type, required, properties, items, enum, $ref to #/$defs, format date-time. Returns the
 /// problems found, each with its JSON path; empty when the value conforms.
 struct SchemaValidator {

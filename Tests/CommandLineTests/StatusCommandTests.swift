@@ -15,7 +15,7 @@ final class StatusCommandTests {
 
     init() throws {
         fixture = try DaemonFixture()
-        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/docs/status.schema.json")
+        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
     }
 
     @Test("idle on Apache: screen, JSON that follows the schema, exit 0; stopped daemon: exit 3 from the DB")
