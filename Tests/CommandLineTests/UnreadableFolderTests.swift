@@ -91,6 +91,44 @@ final class UnreadableFolderTests {
         #expect((try? String(contentsOfFile: stored + "/a.txt", encoding: .utf8)) == "local change")
     }
 
+    @Test("the daemon: a folder made unreadable is named in status; made readable again (IN_ATTRIB), what was put in it meanwhile syncs without a restart")
+    func daemonWatcher() async throws {
+        try fixture.configure(extra: "debounce = \"200ms\"\n", poll: "1h")
+        let sub = fixture.local + "/sub"
+        try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+        for name in ["a.txt", "b.txt", "c.txt"] { try write(name, to: sub + "/" + name) }
+        let user = try Unprivileged(fixture)
+        let daemon = try user.startDaemon()
+        let store = fixture.remoteDisk
+        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").count == 3 }, "no first sync; log:\n\(fixture.log.suffix(2000))")
+
+        #expect(chmod(sub, 0) == 0)
+        defer { chmod(sub, 0o755) }
+        let named = try await fixture.wait(seconds: 60) {
+            let report = try await user.run(["status", "--json"])
+            let json = (try? JSONSerialization.jsonObject(with: Data(report.output.utf8))) as? [String: Any] ?? [:]
+            let folders = DaemonFixture.firstDomain(json)["unreadableFolders"] as? [[String: Any]] ?? []
+            return folders.first?["path"] as? String == "sub"
+        }
+        #expect(named, "status never named the folder; log:\n\(fixture.log.suffix(2000))")
+        // Made while the daemon cannot look into the folder (root can write there): the
+        // pass this raises meets the folder unreadable again and leaves it.
+        let warning = "cannot be read (permission denied)"
+        let before = fixture.log.components(separatedBy: warning).count
+        try write("made while unreadable", to: sub + "/d.txt")
+        try user.own(sub + "/d.txt")
+        #expect(try await fixture.wait(seconds: 60) { fixture.log.components(separatedBy: warning).count > before },
+                "no pass met the folder again; log:\n\(fixture.log.suffix(2000))")
+        #expect(Self.names(in: store + "/sub") == ["a.txt", "b.txt", "c.txt"])
+
+        // Nothing but the folder's own IN_ATTRIB says it can be read again.
+        #expect(chmod(sub, 0o755) == 0)
+        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").contains("d.txt") },
+                "the folder made readable again was not synced; log:\n\(fixture.log.suffix(3000))")
+        kill(daemon.processIdentifier, SIGTERM)
+        await CrashRecoveryTests.exit(of: daemon)
+    }
+
     func write(_ text: String, to path: String) throws {
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
     }
@@ -160,6 +198,25 @@ struct Unprivileged {
                                         environment: fixture.environment)
         }
         return try await Binary.run(binary, arguments, environment: fixture.environment)
+    }
+
+    /// `tidesync run` in the background as the ordinary user, its stderr in the fixture's log.
+    func startDaemon() throws -> Process {
+        let process = Process()
+        if getuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"]
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = ["run"]
+        }
+        process.environment = fixture.environment
+        FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: fixture.daemonLog)
+        try process.run()
+        fixture.daemon = process
+        return process
     }
 
     /// `tidesync run --once`, which must converge.

@@ -37,7 +37,7 @@ final class UnreadableScanTests {
 
     /// A real failure root meets too: `opendir` of a folder whose path is longer than
     /// PATH_MAX fails with ENAMETOOLONG (the tree is made with `mkdirat`/`openat`).
-    @Test("a folder the scanner cannot open is reported unreadable, and what is below it is not read as gone")
+    @Test("a folder the scanner cannot look into is reported unreadable, and what is below it is not read as gone")
     func pathTooLong() throws {
         try FileManager.default.createDirectory(atPath: root + "/top", withIntermediateDirectories: true)
         try Data("x".utf8).write(to: URL(fileURLWithPath: root + "/top/beside.txt"))
