@@ -62,6 +62,25 @@ final class UnreadableFolderTests {
         #expect(DaemonFixture.firstDomain(cleared)["unreadableFolders"] == nil, "\(after.output)")
     }
 
+    @Test("a sync folder made unreadable as a whole deletes nothing on the server and is named in status")
+    func syncFolder() async throws {
+        try fixture.configure(poll: "1h")
+        for name in ["a.txt", "b.txt"] { try write(name, to: fixture.local + "/" + name) }
+        let user = try Unprivileged(fixture)
+        try await user.runOnce(expecting: "the first sync")
+        #expect(chmod(fixture.local, 0) == 0)
+        defer { chmod(fixture.local, 0o755) }
+        let blind = try await user.run(["run", "--once"])
+        #expect(Self.names(in: fixture.remoteDisk) == ["a.txt", "b.txt"], "the server lost files: \(blind.errors)")
+        let report = try await user.run(["status", "--json"])
+        let json = (try? JSONSerialization.jsonObject(with: Data(report.output.utf8))) as? [String: Any] ?? [:]
+        let folders = DaemonFixture.firstDomain(json)["unreadableFolders"] as? [[String: Any]] ?? []
+        #expect(folders.first?["path"] as? String == "" && folders.first?["side"] as? String == "local", "\(report.output)")
+        #expect(chmod(fixture.local, 0o755) == 0)
+        try await user.runOnce(expecting: "the sync once readable again")
+        #expect(Self.names(in: fixture.remoteDisk) == ["a.txt", "b.txt"])
+    }
+
     @Test("a store folder the store cannot open (local-directory remote) deletes nothing locally and is named in status")
     func storeFolder() async throws {
         try fixture.configure(poll: "1h")
