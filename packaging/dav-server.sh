@@ -9,6 +9,11 @@
 # the two DAV roots:
 #   /dav/     -> DIR/root      DavDepthInfinity Off
 #   /dav-inf/ -> DIR/root-inf  DavDepthInfinity On
+# A collection named unlistable-* (at any depth) answers PROPFIND with a Depth
+# other than 0 with 403, as a server does for a folder the user may not list;
+# everything else works there (tests of RemoteStore.listing and of a pass that
+# meets such a folder). Depth infinity on a parent still lists it: mod_dav does
+# not check access below the requested resource.
 # Basic auth, user "tidesync", random password (SHA1 hash: cheap per request).
 #
 # As root, Apache's workers run as www-data: the roots and lock dir are chowned
@@ -166,6 +171,14 @@ EOF
 
 EOF
         done
+        cat <<EOF
+<DirectoryMatch "^$dir/root(-inf)?/(.+/)?unlistable-[^/]*">
+    <RequireAll>
+        Require valid-user
+        Require expr "%{REQUEST_METHOD} != 'PROPFIND' || %{HTTP:Depth} == '0'"
+    </RequireAll>
+</DirectoryMatch>
+EOF
     } >"$dir/httpd.conf"
 }
 

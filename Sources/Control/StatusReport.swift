@@ -80,6 +80,9 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     public var itemsInError: [ItemInError]
     public var counts: Counts
     public var watcher: WatcherHealth
+    /// Folders the last pass could not read, on either side (nothing below them is synced
+    /// until they can be read); left out when there are none.
+    public var unreadableFolders: [UnreadableFolderStatus]?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],
@@ -98,6 +101,22 @@ public struct DomainStatus: Codable, Sendable, Equatable {
         self.itemsInError = itemsInError
         self.counts = counts
         self.watcher = watcher
+    }
+}
+
+/// A folder the last pass could not read: both sides of it are left as they were.
+public struct UnreadableFolderStatus: Codable, Sendable, Equatable {
+    /// The folder below the domain root; "" for the root itself.
+    public var path: String
+    /// `local` (the sync folder) or `remote`.
+    public var side: String
+    /// Why, for people: "permission denied", "the server refused to list it (HTTP 403 Forbidden)".
+    public var reason: String
+
+    public init(path: String, side: String, reason: String) {
+        self.path = path
+        self.side = side
+        self.reason = reason
     }
 }
 

@@ -32,6 +32,13 @@ public enum StatusScreen {
             }
         }
         if let paused = domain.paused, paused.by != "massDelete" { lines.append("  " + paused.reason) }
+        if let folders = domain.unreadableFolders, !folders.isEmpty {
+            lines.append("  NOT SYNCED, cannot be read (left as they were on both sides; tried again each pass):")
+            for folder in folders.prefix(10) {
+                lines.append("    \(folder.side) \(folder.path.isEmpty ? "(the whole folder)" : folder.path): \(folder.reason)")
+            }
+            if folders.count > 10 { lines.append("    and \(folders.count - 10) more") }
+        }
         lines.append("  \(domain.localFolder) ⇄ \(domain.remote)")
         lines.append("  last complete sync: " + (domain.lastCompleteSync.map { "\(clock.time($0)) (\(clock.relative($0)))" } ?? "never"))
         if !domain.transfers.isEmpty {

@@ -12,6 +12,8 @@ public struct DatabaseFacts: Sendable {
     public var failures: [PendingOperation]
     /// The newest conflicts, newest first.
     public var conflicts: [ConflictRecord]
+    /// The folders the last pass could not read.
+    public var unreadable: [UnreadableFolder] = []
 
     /// Reads the state DB at `path` read-only (it may be in use by the daemon).
     public static func read(path: String, conflicts limit: Int) -> Result<DatabaseFacts, ProviderError> {
@@ -20,7 +22,8 @@ public struct DatabaseFacts: Sendable {
             defer { try? database.close() }
             return .success(DatabaseFacts(summary: try database.summary(),
                                           failures: try database.pendingOperations().filter { $0.attempts > 0 },
-                                          conflicts: try database.conflicts(limit: limit)))
+                                          conflicts: try database.conflicts(limit: limit),
+                                          unreadable: try database.unreadableFolders()))
         } catch {
             return .failure(error)
         }
@@ -46,6 +49,11 @@ extension DomainStatus {
                                                newest: facts.conflicts.prefix(listed).map { ConflictEntry($0, domain: domain.name) })
             status.itemsInError = facts.failures.map(ItemInError.init)
             status.lastCompleteSync = summary.lastCompleteSync
+            if !facts.unreadable.isEmpty {
+                status.unreadableFolders = facts.unreadable.map {
+                    UnreadableFolderStatus(path: $0.path.description, side: $0.side.rawValue, reason: $0.reason)
+                }
+            }
         }
         guard let live else {
             if case .failure(let error) = database {

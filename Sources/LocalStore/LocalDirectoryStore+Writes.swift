@@ -163,7 +163,7 @@ extension LocalDirectoryStore {
             guard status.kind == .folder else {
                 throw ProviderError(.versionMismatch, "\(path) is no longer a bundle in the store")
             }
-            let members = BundleManifest.members(of: path, in: try walk(path))
+            let members = BundleManifest.members(of: path, in: try walk(path).complete(below: path))
             let current = BundleManifest.bundleEntry(try entry(for: path, status: status), members: members)
             guard current.etag?.sameValue(as: version) == true else {
                 throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")

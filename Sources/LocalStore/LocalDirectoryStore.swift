@@ -71,13 +71,18 @@ public struct LocalDirectoryStore: RemoteStore {
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        try await listing(below: path).complete(below: path)
+    }
+
+    public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         try checkRoot()
         return try walk(path)
     }
 
-    /// Every entry below the folder at `path`, listed folder by folder.
-    func walk(_ path: RemotePath) throws(ProviderError) -> [RemoteEntry] {
-        var result: [RemoteEntry] = []
+    /// Every entry below the folder at `path`, listed folder by folder. A folder below
+    /// `path` that cannot be opened or read (EACCES, EIO, EMFILE, …) is unlisted, not empty.
+    func walk(_ path: RemotePath) throws(ProviderError) -> RemoteListing {
+        var result = RemoteListing(entries: [])
         var folders = [path]
         while let folder = folders.popLast() {
             let entries: [RemoteEntry]
@@ -86,8 +91,11 @@ public struct LocalDirectoryStore: RemoteStore {
             } catch where error.code == .noSuchItem && folder != path {
                 // Its parent still names it: dropping its children would read as deletions.
                 throw ProviderError(.pageExpired, "\(folder) changed in the store while it was listed; listing again")
+            } catch where folder != path {
+                result.unlisted[folder] = error
+                continue
             }
-            result.append(contentsOf: entries)
+            result.entries.append(contentsOf: entries)
             // The engine's scratch folders (a bundle being written) are listed, never
             // entered: nothing in them is an item, and they come and go mid-walk.
             folders.append(contentsOf: entries.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))

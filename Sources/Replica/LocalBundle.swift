@@ -24,6 +24,9 @@ public struct LocalBundle: Sendable {
     public var stat: LocalStat
     /// Members that cannot be synced (names that are not UTF-8, devices), with why.
     public var skipped: [(path: String, reason: String)]
+    /// Why the bundle could not be read whole (a member folder or member it cannot look
+    /// at); nil when it was. A bundle read in part is unknown, never a new version.
+    public var unreadable: String?
 
     /// Walks the bundle whose directory is `absolute` (at `path` in the sync folder); nil when
     /// no directory is there. A bundle is one document: every member is synced, whatever the
@@ -34,13 +37,18 @@ public struct LocalBundle: Sendable {
         guard let top = LocalScanner.entry(at: absolute, path: path), top.kind == .folder else { return nil }
         var members: [Member] = []
         var skipped: [(path: String, reason: String)] = []
+        var unreadable: String?
         var folders: [(absolute: String, relative: String)] = [(absolute, "")]
-        while let (folder, relativeFolder) = folders.popLast() {
-            guard let names = try? LocalScanner.names(in: folder) else {
-                skipped.append((folder, "cannot list this folder of a bundle"))
+        while unreadable == nil, let (folder, relativeFolder) = folders.popLast() {
+            let names: [[UInt8]]
+            switch LocalScanner.read(folder: folder) {
+            case .names(let listed): names = listed
+            case .gone: continue  // went away meanwhile: the bundle changed, and is looked at again
+            case .unreadable(let reason):
+                unreadable = "\(reason) (\(relativeFolder.isEmpty ? "the bundle's folder" : relativeFolder))"
                 continue
             }
-            for bytes in names ?? [] {
+            for bytes in names {
                 guard let name = String(validating: bytes, as: UTF8.self), (try? RemotePath.validate(name: name)) != nil else {
                     skipped.append((folder + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
                     continue
@@ -48,7 +56,14 @@ public struct LocalBundle: Sendable {
                 let relative = relativeFolder.isEmpty ? name : relativeFolder + "/" + name
                 if name.hasPrefix(BundleManifest.scratchPrefix) { continue }
                 let child = folder + "/" + name
-                guard let entry = LocalScanner.entry(at: child, path: path) else { continue }
+                let entry: LocalScanEntry
+                switch LocalScanner.lookUp(child, path: path) {
+                case .found(let found): entry = found
+                case .gone: continue
+                case .unreadable(_, let reason):
+                    unreadable = "\(reason) (\(relative))"
+                    continue
+                }
                 members.append(Member(relativePath: relative, kind: entry.kind, stat: entry.stat, symlinkTarget: entry.symlinkTarget))
                 if entry.kind == .folder { folders.append((child, relative)) }
             }
@@ -68,7 +83,7 @@ public struct LocalBundle: Sendable {
             if member.kind == .file { total += member.stat.size }
         }
         let stat = LocalStat(inode: top.stat.inode, size: total, modificationTimeNanoseconds: Int64(bitPattern: digest >> 1))
-        return LocalBundle(members: members, stat: stat, skipped: skipped)
+        return LocalBundle(members: members, stat: stat, skipped: skipped, unreadable: unreadable)
     }
 
     /// The members as manifest rows, each file hashed — unless `previous` (the recorded

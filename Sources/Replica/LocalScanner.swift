@@ -24,6 +24,19 @@ public struct LocalScan: Sendable {
     /// Our own download temporaries (`.tidesync-part-UUID`), by absolute path: between
     /// passes they are leftovers (a folder moved away with one inside while it was written).
     public var temporaries: [String] = []
+    /// Folders (and bundles) that are there but could not be read, with why ("permission
+    /// denied"): nothing below them was seen, which never means they are empty.
+    public var unreadable: [RemotePath: String] = [:]
+}
+
+/// What reading a folder, or looking at one path, gave.
+public enum LocalLookup: Sendable, Equatable {
+    case found(LocalScanEntry)
+    /// Nothing is there (ENOENT, ENOTDIR), or nothing that is synced (a device, a fifo).
+    case gone
+    /// Something may be there, but the folder (the path itself, or the folder above it
+    /// that could not be looked into) cannot be read now; `reason` says why.
+    case unreadable(RemotePath, reason: String)
 }
 
 /// Walks the sync folder with `lstat`: symlinks are reported, never followed, so a
@@ -44,17 +57,51 @@ public struct LocalScanner: Sendable {
 
     /// What is at `path` now: as `entry(at:path:)`, with a bundle reported as one item.
     public func item(at path: RemotePath) -> LocalScanEntry? {
-        guard let entry = Self.entry(at: absolute(path), path: path) else { return nil }
-        var skipped: [(path: String, reason: String)] = []
-        return asBundle(entry, skipped: &skipped) ?? entry
+        if case .found(let entry) = lookUp(path) { return entry }
+        return nil
+    }
+
+    /// What is at `path` now, a bundle as one item; when it cannot be looked at, the folder
+    /// that could not be read (the path's own folder, a folder above it, or the bundle).
+    public func lookUp(_ path: RemotePath) -> LocalLookup {
+        switch Self.lookUp(absolute(path), path: path) {
+        case .found(let entry):
+            var scan = LocalScan()
+            let item = asBundle(entry, into: &scan) ?? entry
+            if let (folder, reason) = scan.unreadable.first { return .unreadable(folder, reason: reason) }
+            return .found(item)
+        case .gone:
+            return .gone
+        case .unreadable:
+            return unreadableFolder(above: path)
+        }
+    }
+
+    /// The folder from which `path` cannot be looked at: walking down from the root, the
+    /// first folder whose next component cannot be `lstat`ed (`.gone` if it vanished meanwhile).
+    func unreadableFolder(above path: RemotePath) -> LocalLookup {
+        var folder = RemotePath.root
+        for component in path.components {
+            guard let next = try? folder.appending(component) else { break }
+            var st = stat()
+            if lstat(absolute(next), &st) != 0 {
+                let code = errno
+                if Self.isGone(code) { return .gone }
+                return .unreadable(next == path ? path.parent : folder, reason: Self.reason(forError: code))
+            }
+            folder = next
+        }
+        return .unreadable(path.parent, reason: "it changed while it was looked at")
     }
 
     /// `entry` as a bundle when it is a folder the bundle rule names (and not inside a
-    /// bundle); members that cannot be synced go to `skipped`.
-    func asBundle(_ entry: LocalScanEntry, skipped: inout [(path: String, reason: String)]) -> LocalScanEntry? {
+    /// bundle); members that cannot be synced go to `skipped`, a bundle that cannot be read
+    /// whole to `unreadable`.
+    func asBundle(_ entry: LocalScanEntry, into result: inout LocalScan) -> LocalScanEntry? {
         guard entry.kind == .folder, bundles.isBundle(name: entry.path.name), bundles.enclosingBundle(of: entry.path) == nil,
               let bundle = LocalBundle.scan(at: absolute(entry.path), path: entry.path) else { return nil }
-        skipped += bundle.skipped
+        result.skipped += bundle.skipped
+        if let reason = bundle.unreadable { result.unreadable[entry.path] = reason }
         return LocalScanEntry(path: entry.path, kind: .bundle, stat: bundle.stat)
     }
 
@@ -92,8 +139,14 @@ public struct LocalScanner: Sendable {
     }
 
     func list(_ folder: RemotePath, into result: inout LocalScan) throws(ProviderError) -> [LocalScanEntry] {
-        // Vanished mid-scan: its parent's entry goes too.
-        guard let names = try Self.names(in: absolute(folder)) else { return [] }
+        let names: [[UInt8]]
+        switch Self.read(folder: absolute(folder)) {
+        case .names(let listed): names = listed
+        case .gone: return []  // vanished mid-scan: its parent's entry goes too
+        case .unreadable(let reason):
+            result.unreadable[folder] = reason
+            return []
+        }
         var found: [LocalScanEntry] = []
         for bytes in names {
             guard let name = String(validating: bytes, as: UTF8.self) else {
@@ -110,43 +163,102 @@ public struct LocalScanner: Sendable {
                 result.skipped.append((relative, "the name cannot be synced"))
                 continue
             }
-            if let entry = Self.entry(at: absolute(path), path: path) { found.append(asBundle(entry, skipped: &result.skipped) ?? entry) }
+            switch Self.lookUp(absolute(path), path: path) {
+            case .found(let entry): found.append(asBundle(entry, into: &result) ?? entry)
+            case .gone: continue
+            case .unreadable(_, let reason):
+                // Listed but not looked into (no search permission, EIO): the whole folder
+                // is unknown, or the items not seen would read as deleted.
+                result.unreadable[folder] = reason
+                return []
+            }
         }
         return found
     }
 
-    /// The names in the folder at `absolutePath` as bytes, without `.` and `..`; nil when
-    /// the folder is not there. Throws when the listing is cut short (EIO): a partial
-    /// listing must never read as deletions.
-    static func names(in absolutePath: String) throws(ProviderError) -> [[UInt8]]? {
-        guard let dir = opendir(absolutePath) else { return nil }
+    /// What reading a folder gave.
+    public enum FolderRead: Sendable, Equatable {
+        /// The names in it as bytes, without `.` and `..`.
+        case names([[UInt8]])
+        /// It is not there (ENOENT, ENOTDIR).
+        case gone
+        /// It could not be opened or read to the end; why, for people.
+        case unreadable(String)
+    }
+
+    /// Reads the folder at `absolutePath`. Only ENOENT and ENOTDIR mean it is not there;
+    /// any other failure, including a listing cut short (EIO), means it cannot be read —
+    /// never that it is empty.
+    public static func read(folder absolutePath: String) -> FolderRead {
+        guard let dir = opendir(absolutePath) else {
+            let code = errno
+            return isGone(code) ? .gone : .unreadable(reason(forError: code))
+        }
         defer { closedir(dir) }
         var names: [[UInt8]] = []
         while true {
             errno = 0  // NULL means the end or an error
             guard let raw = readdir(dir) else {
-                if errno != 0 {
-                    throw ProviderError(.cannotSynchronize, "cannot list \(absolutePath); this is retried",
-                                        underlying: String(cString: strerror(errno)))
-                }
-                return names
+                let code = errno
+                return code == 0 ? .names(names) : .unreadable(reason(forError: code))
             }
             let bytes = withUnsafeBytes(of: raw.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
             if bytes != [0x2E], bytes != [0x2E, 0x2E] { names.append(bytes) }
         }
     }
 
+    /// The names in the folder at `absolutePath` as bytes, without `.` and `..`; nil when
+    /// the folder is not there. Throws when it cannot be read (EACCES, EIO, …): an
+    /// unreadable or partial listing must never read as an empty folder.
+    static func names(in absolutePath: String) throws(ProviderError) -> [[UInt8]]? {
+        switch read(folder: absolutePath) {
+        case .names(let names): return names
+        case .gone: return nil
+        case .unreadable(let reason):
+            throw ProviderError(.cannotSynchronize, "cannot list \(absolutePath) (\(reason)); this is retried", underlying: reason)
+        }
+    }
+
+    /// True for the errors that mean "nothing is there": ENOENT, ENOTDIR. Every other error
+    /// (EACCES, EPERM, EMFILE, ENFILE, EIO, ENOMEM, ELOOP, …) means "cannot see it".
+    public static func isGone(_ code: Int32) -> Bool {
+        code == ENOENT || code == ENOTDIR
+    }
+
+    /// Why a folder cannot be read, for status and logs.
+    public static func reason(forError code: Int32) -> String {
+        switch code {
+        case EACCES, EPERM: "permission denied"
+        case EMFILE, ENFILE: "too many open files"
+        case EIO: "input/output error"
+        case ENOMEM: "out of memory"
+        case ELOOP: "too many levels of symbolic links"
+        case ENAMETOOLONG: "the path is too long"
+        default: String(cString: strerror(code)).lowercased()
+        }
+    }
+
     /// The entry for the item at `absolutePath`, or nil when nothing (or a device,
-    /// fifo or socket, which are not synced) is there.
+    /// fifo or socket, which are not synced) is there, or it cannot be looked at.
     public static func entry(at absolutePath: String, path: RemotePath) -> LocalScanEntry? {
+        if case .found(let entry) = lookUp(absolutePath, path: path) { return entry }
+        return nil
+    }
+
+    /// The entry for the item at `absolutePath`; `.unreadable` (with `path` as a placeholder
+    /// for the folder) when `lstat` or `readlink` fails with anything but ENOENT/ENOTDIR.
+    static func lookUp(_ absolutePath: String, path: RemotePath) -> LocalLookup {
         var st = stat()
-        guard lstat(absolutePath, &st) == 0 else { return nil }
+        guard lstat(absolutePath, &st) == 0 else {
+            let code = errno
+            return isGone(code) ? .gone : .unreadable(path, reason: reason(forError: code))
+        }
         let kind: ItemKind
         switch st.st_mode & S_IFMT {
         case S_IFREG: kind = .file
         case S_IFDIR: kind = .folder
         case S_IFLNK: kind = .symlink
-        default: return nil
+        default: return .gone
         }
         let stat = LocalStat(inode: UInt64(st.st_ino), size: kind == .folder ? 0 : Int64(st.st_size),
                              modificationTimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
@@ -154,9 +266,12 @@ public struct LocalScanner: Sendable {
         if kind == .symlink {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             let count = readlink(absolutePath, &buffer, buffer.count - 1)
-            guard count >= 0 else { return nil }
+            guard count >= 0 else {
+                let code = errno
+                return isGone(code) ? .gone : .unreadable(path, reason: reason(forError: code))
+            }
             target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
-        return LocalScanEntry(path: path, kind: kind, stat: stat, symlinkTarget: target)
+        return .found(LocalScanEntry(path: path, kind: kind, stat: stat, symlinkTarget: target))
     }
 }

@@ -43,6 +43,8 @@ struct Observed {
     var heldBack: [RemotePath: Bool] = [:]
     /// Leftover download temporaries the scan met (no step runs while a pass scans).
     var temporaries: [String] = []
+    /// Folders that could not be read, with why (`SyncPass+Unreadable.swift`).
+    var unreadable: [RemotePath: String] = [:]
 }
 
 extension SyncPass {
@@ -51,7 +53,7 @@ extension SyncPass {
         try checkRoot(root)
         guard case .watched(let changes, _) = scope, !changes.fullScan else {
             let scan = try scanner.scan()
-            var observed = Observed(skipped: scan.skipped, temporaries: scan.temporaries)
+            var observed = Observed(skipped: scan.skipped, temporaries: scan.temporaries, unreadable: scan.unreadable)
             observed.local.reserveCapacity(scan.entries.count)
             let byInode = Self.byInode(recorded)
             for (path, entry) in scan.entries {
@@ -71,7 +73,19 @@ extension SyncPass {
         for (path, subtree) in paths.sorted(by: { $0.key.components.count < $1.key.components.count }) {
             guard !path.isRoot || subtree else { continue }
             guard !scanner.excludes(path) else { continue }
-            let top = path.isRoot ? nil : scanner.item(at: path)
+            var top: LocalScanEntry?
+            if !path.isRoot {
+                switch scanner.lookUp(path) {
+                case .found(let entry): top = entry
+                case .gone: break
+                case .unreadable(let folder, let reason):
+                    observed.unreadable[folder] = reason
+                    continue
+                }
+            }
+            if !subtree, top?.kind == .folder, recorded[path]?.kind == .folder, let reason = unreadableReason(path) {
+                observed.unreadable[path] = reason  // its permissions changed (the watcher saw IN_ATTRIB)
+            }
             if !path.isRoot && top == nil {
                 replaced.insert(path)
                 continue
@@ -84,6 +98,7 @@ extension SyncPass {
             if folder && (subtree || recorded[path]?.kind != .folder) {
                 let scan = try scanner.scan(below: path)
                 observed.skipped += scan.skipped
+                observed.unreadable.merge(scan.unreadable) { first, _ in first }
                 observed.temporaries += scan.temporaries
                 for (below, entry) in scan.entries { fresh[below] = Self.observation(entry) }
             }
@@ -167,10 +182,10 @@ extension SyncPass {
     /// Replaces what `observed` holds at `paths` by what is there now.
     func overlay(_ paths: [RemotePath], on observed: inout Observed, recorded: [RemotePath: ItemRecord]) {
         for path in Set(paths.map(scanner.bundles.item(for:))) where !path.isRoot && !scanner.excludes(path) {
-            if let entry = scanner.item(at: path) {
-                observed.local[path] = Self.observation(entry)
-            } else if recorded[path] != nil {
-                observed.local[path] = nil
+            switch scanner.lookUp(path) {
+            case .found(let entry): observed.local[path] = Self.observation(entry)
+            case .gone: if recorded[path] != nil { observed.local[path] = nil }
+            case .unreadable(let folder, let reason): observed.unreadable[folder] = reason
             }
         }
     }

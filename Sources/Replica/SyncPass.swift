@@ -17,6 +17,8 @@ public struct PassResult: Sendable {
     /// Settled paths not looked at yet because a writer still holds them open (with
     /// whether their subtree was to be scanned); the watcher's queue takes them back.
     public var heldBack: [RemotePath: Bool] = [:]
+    /// Folders this pass could not read, on either side: nothing below them was planned.
+    public var unreadable: [UnreadableFolder] = []
 
     /// Logs what the pass passed over and, when it had steps, what it did.
     public func log(to logger: Logger) {
@@ -65,7 +67,8 @@ public struct SyncPass: Sendable {
         lap("recover")
         let base = try provider.state.allItems()
         let recorded = Reconciler.paths(of: base)
-        var observed = try observe(scope, root: base.first { $0.id == .root }, recorded: recorded)
+        let unreadableBefore = unreadableBefore()
+        var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.first { $0.id == .root }, recorded: recorded)
         for temporary in observed.temporaries {
             // A download's folder was moved away with its temporary inside: the step that
             // made it is over (passes do not overlap), so it is only clutter.
@@ -74,9 +77,11 @@ public struct SyncPass: Sendable {
         }
         lap("local scan")
         var remote: [RemotePath: RemoteEntry]
+        var unlisted: [RemotePath: ProviderError]?
         if scope.walksRemote {
             let batch = try await provider.changes(since: try provider.state.syncAnchor(), base: base)
             remote = batch.snapshot
+            unlisted = batch.unlisted
             if case .watched = scope {
                 // What changed on the server is looked at here too, whatever the watcher said.
                 let deleted = Set(batch.deleted)
@@ -93,6 +98,9 @@ public struct SyncPass: Sendable {
         if scope.walksRemote {
             remote = await separateNormalisationClashes(remote, local: observed.local, recorded: recorded)
         }
+        let unreadable = settleUnreadable(local: observed.unreadable, remote: unlisted, before: unreadableBefore)
+        Self.takeAsRecorded(Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded),
+                            local: &observed.local, remote: &remote, recorded: recorded)
         // So is a record the bundle rule now reads as another kind (a folder that became a
         // bundle, or back): both sides then hold it as new, and agree by comparing.
         let excludedRecords = recorded.filter { path, record in
@@ -105,7 +113,8 @@ public struct SyncPass: Sendable {
         plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
         guard !plan.isEmpty else {
-            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack)
+            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
+                              unreadable: unreadable)
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
@@ -124,7 +133,8 @@ public struct SyncPass: Sendable {
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held }
-        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack)
+        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
+                          unreadable: unreadable)
     }
 
     /// True when the item at `path` is a bundle by the domain's rule.

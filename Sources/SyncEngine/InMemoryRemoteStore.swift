@@ -63,6 +63,17 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
         state.withLock { $0.failures.append(code) }
     }
 
+    /// Makes the folder at `path` refuse to be listed with `error` (as a server answering
+    /// 403 for it), until `allowListing(of:)`: it still shows in its parent's listing.
+    public func refuseListing(of path: RemotePath, with error: ProviderError) {
+        state.withLock { $0.unlistable[path] = error }
+    }
+
+    /// Lists the folder at `path` again.
+    public func allowListing(of path: RemotePath) {
+        state.withLock { $0.unlistable[path] = nil }
+    }
+
     // MARK: RemoteStore
 
     public func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
@@ -74,7 +85,17 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        try listing(of: path) { $0.isDescendant(of: path) }
+        try await listing(below: path).complete(below: path)
+    }
+
+    public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
+        let (refused, unlistable) = state.withLock { s in (s.unlistable[path], s.unlistable) }
+        if let refused { throw refused }
+        let unknown = UnknownSubtrees(unlistable.keys)
+        // An unlistable folder shows in its parent's listing; nothing below it does.
+        let entries = try listing(of: path) { $0.isDescendant(of: path) && !unknown.contains($0.parent) }
+        let folders = Set(entries.filter { $0.kind == .folder }.map(\.path))
+        return RemoteListing(entries: entries, unlisted: unlistable.filter { folders.contains($0.key) })
     }
 
     public func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
@@ -169,6 +190,7 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
     private func listing(of path: RemotePath,
                          where included: (RemotePath) -> Bool) throws(ProviderError) -> [RemoteEntry] {
         try withState { s throws(ProviderError) -> [RemoteEntry] in
+            if let refused = s.unlistable[path] { throw refused }
             guard try s.existing(path).kind == .folder else {
                 throw ProviderError(.noSuchItem, "\(path) is not a folder in the store")
             }
@@ -213,6 +235,8 @@ private struct State: Sendable {
     var nodes: [RemotePath: Node] = [:]
     var counter: UInt64 = 0
     var failures: [ProviderError.Code] = []
+    /// Folders that refuse to be listed (`refuseListing`), with the error they answer.
+    var unlistable: [RemotePath: ProviderError] = [:]
 
     init() { nodes[.root] = newNode(.folder) }
 

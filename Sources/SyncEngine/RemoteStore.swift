@@ -23,6 +23,12 @@ public protocol RemoteStore: Sendable {
     /// Uses one request where the store allows it (PROPFIND Depth infinity), else walks.
     func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]
 
+    /// Every entry below the folder at `path`, as `descendants`, and the folders below it
+    /// the store could not list (a 403 or 5xx for that folder, a store folder it cannot
+    /// open) with why: what is below those is unknown, never deleted. Throws as
+    /// `descendants` when `path` itself cannot be listed (server down, 5xx on it).
+    func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing
+
     /// Writes the bytes of the file at `path` (or only `range`) to `destination`, a new
     /// file the caller owns; fails with `versionMismatch` when `version` is given and
     /// the store holds another. Returns the version the bytes belong to.
@@ -66,6 +72,11 @@ public protocol RemoteStore: Sendable {
 }
 
 extension RemoteStore {
+    /// Stores that never list a part of a tree: `descendants`, with nothing unlisted.
+    public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
+        RemoteListing(entries: try await descendants(of: path))
+    }
+
     /// Stores without a server-side copy say so.
     public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool { false }
 

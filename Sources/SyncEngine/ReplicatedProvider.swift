@@ -112,6 +112,9 @@ public struct ChangeBatch: Sendable {
     public var deleted: [ItemIdentifier]
     /// The anchor to ask from next time.
     public var anchor: SyncAnchor
+    /// Folders the store could not list, with why: the recorded items below them are in
+    /// `snapshot` as recorded, never in `deleted`.
+    public var unlisted: [RemotePath: ProviderError] = [:]
 
     public var isEmpty: Bool { updated.isEmpty && deleted.isEmpty }
 }

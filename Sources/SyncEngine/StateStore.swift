@@ -36,4 +36,9 @@ public protocol StateStore: Sendable {
 
     /// Applies every change in one transaction.
     func apply(_ changes: [StateChange]) throws(ProviderError)
+
+    /// The folders the last pass could not list (for the next pass and for status).
+    func unreadableFolders() throws(ProviderError) -> [UnreadableFolder]
+    /// Replaces the list of folders the last pass could not list; durable when it returns.
+    func recordUnreadableFolders(_ folders: [UnreadableFolder]) throws(ProviderError)
 }

@@ -90,8 +90,13 @@ extension SyncProvider: ReplicatedProvider {
     /// `changes(since:)` against `base`, the state DB's rows the caller already read (a pass
     /// reads them once for this and for its plan).
     public func changes(since anchor: SyncAnchor?, base: [ItemRecord]) async throws(ProviderError) -> ChangeBatch {
-        let listing = BundleManifest.collapse(try await store.descendants(of: .root), rule: bundles)
-        var entries = listing.entries
+        let walk = try await store.listing(below: .root)
+        // A folder inside a bundle that could not be listed leaves the whole bundle unknown.
+        let unlisted = Dictionary(walk.unlisted.map { (bundles.enclosingBundle(of: $0.key) ?? $0.key, $0.value) },
+                                  uniquingKeysWith: { first, _ in first })
+        let unknown = UnknownSubtrees(unlisted.keys)
+        let listing = BundleManifest.collapse(walk.entries, rule: bundles)
+        var entries = unknown.isEmpty ? listing.entries : listing.entries.filter { !unknown.contains($0.path) }
         var snapshot: [RemotePath: RemoteEntry] = [:]
         snapshot.reserveCapacity(entries.count)
         for entry in entries { snapshot[entry.path] = entry }
@@ -106,6 +111,11 @@ extension SyncProvider: ReplicatedProvider {
         for index in tree.indices {
             let record = tree[index], path = tree.paths[index]
             recorded.insert(path)
+            if unknown.contains(path) {
+                // Not listed: taken as recorded, never as deleted.
+                snapshot[path] = RemoteEntry(recorded: record, at: path)
+                continue
+            }
             if snapshot[path] == nil, record.kind == .bundle, record.remoteETag != nil, listing.swapping.contains(path.parent) {
                 // Another client may be between the two moves that replace it (WebDAV has
                 // no exchange): taken as unchanged until a walk finds it, finds it gone with
@@ -135,7 +145,9 @@ extension SyncProvider: ReplicatedProvider {
         // what the anchor stands for: a batch is always relative to what was recorded.
         let next = SyncAnchor("walk:\(Int64(clock.now().timeIntervalSince1970 * 1000)):\(entries.count)")
         try state.apply([.setSyncAnchor(next)])
-        return ChangeBatch(snapshot: snapshot, updated: updated, deleted: deleted, anchor: next)
+        var batch = ChangeBatch(snapshot: snapshot, updated: updated, deleted: deleted, anchor: next)
+        batch.unlisted = unlisted
+        return batch
     }
 
     /// Creates or replaces `template` at `path` under `condition`.

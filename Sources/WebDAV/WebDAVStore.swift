@@ -104,9 +104,14 @@ public final class WebDAVStore: RemoteStore {
 
     public func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
         _ = try await writeGuard()  // refuse a server we must not write to before anything is synced
+        return try await children(of: path, in: try await propfindResponse(path, depth: "1", isFolder: true))
+    }
+
+    /// The children of the folder at `path` that `response` (to PROPFIND Depth 1) names.
+    func children(of path: RemotePath, in response: CollectedResponse) async throws(ProviderError) -> [RemoteEntry] {
         let entries: [RemoteEntry]
         do {
-            entries = try await propfind(path, depth: "1", isFolder: true)
+            entries = try self.entries(of: response, for: path, method: "PROPFIND")
         } catch where error.code == .cannotSynchronize && !path.isRoot {
             // Apache answers a folder URL (trailing slash) naming a file with 400.
             if try await entry(at: path).kind != .folder {
@@ -121,9 +126,13 @@ public final class WebDAVStore: RemoteStore {
     }
 
     public func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        try await listing(below: path).complete(below: path)
+    }
+
+    public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         _ = try await writeGuard()
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
-            return entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) }
+            return RemoteListing(entries: entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
         }
         return try await walk(path)
     }
@@ -147,7 +156,12 @@ public final class WebDAVStore: RemoteStore {
             let depth = path.components.count
             if !entries.contains(where: { $0.path.components.count > depth + 1 }),
                let folder = entries.first(where: { $0.kind == .folder && $0.path.components.count == depth + 1 }) {
-                if try await !children(of: folder.path).isEmpty {
+                // A folder it will not list (403) cannot tell either way: the walk reports it.
+                let below: [RemoteEntry]
+                do { below = try await children(of: folder.path) } catch {
+                    return refuseInfinity("the server would not list \(folder.path) to confirm PROPFIND Depth infinity")
+                }
+                if !below.isEmpty {
                     return refuseInfinity("the server answered PROPFIND Depth infinity with one level only")
                 }
             } else if !entries.contains(where: { $0.path.components.count > depth + 1 }) {
@@ -167,41 +181,65 @@ public final class WebDAVStore: RemoteStore {
     /// Lists the tree below `path` with Depth 1 requests, a few folders at a time. A
     /// folder that vanishes mid-walk fails the walk with `pageExpired` (list again):
     /// its parent still names it, so dropping its children would read as deletions.
-    func walk(_ path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        var result: [RemoteEntry] = []
+    func walk(_ path: RemotePath) async throws(ProviderError) -> RemoteListing {
+        var result = RemoteListing(entries: [])
         var frontier = [path]
         while !frontier.isEmpty {
             let level = frontier
             frontier = []
-            let listings: [[RemoteEntry]]
+            let listings: [FolderListing]
             do {
-                listings = try await withThrowingTaskGroup(of: [RemoteEntry].self) { group in
-                    var collected: [[RemoteEntry]] = []
+                listings = try await withThrowingTaskGroup(of: FolderListing.self) { group in
+                    var collected: [FolderListing] = []
                     var iterator = level.makeIterator()
-                    for _ in 0..<4 { if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder) } } }
+                    for _ in 0..<4 { if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder, top: path) } } }
                     while let listing = try await group.next() {
                         collected.append(listing)
-                        if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder) } }
+                        if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder, top: path) } }
                     }
                     return collected
                 }
             } catch {
                 throw WebDAVConnection.map(error, method: "PROPFIND")
             }
-            for listing in listings {
-                result.append(contentsOf: listing)
+            for case .listed(let listing) in listings {
+                result.entries.append(contentsOf: listing)
                 // The engine's scratch folders (a bundle being written) are listed, never
                 // entered: nothing in them is an item, and they come and go mid-walk.
                 frontier.append(contentsOf: listing.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))
             }
+            for case .refused(let folder, let error) in listings { result.unlisted[folder] = error }
         }
         return result
     }
 
-    func listDuringWalk(_ folder: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        do { return try await children(of: folder) } catch where error.code == .noSuchItem && !folder.isRoot {
+    /// One folder's listing during a walk.
+    enum FolderListing: Sendable {
+        case listed([RemoteEntry])
+        /// The server would not list this folder (403, 5xx): what is below it is unknown.
+        case refused(RemotePath, ProviderError)
+    }
+
+    /// Lists `folder` during a walk. Below the walk's top, a 403 or 5xx for one folder is
+    /// that folder's (the server still answers others), so the walk goes on without it; the
+    /// top itself failing, or no answer at all, fails the walk.
+    func listDuringWalk(_ folder: RemotePath, top: RemotePath) async throws(ProviderError) -> FolderListing {
+        let response = try await propfindResponse(folder, depth: "1", isFolder: true)
+        if folder != top, Self.refusesOneFolder(response.status.code) {
+            let error = response.status.providerError("PROPFIND", folder)
+            return .refused(folder, ProviderError(error.code == .notAuthenticated ? .cannotSynchronize : error.code,
+                                                  "the server \(response.status.code == 403 ? "refused" : "failed") to list it (HTTP \(response.status.code) \(response.status.reasonPhrase))",
+                                                  underlying: error.underlying))
+        }
+        do { return .listed(try await children(of: folder, in: response)) } catch where error.code == .noSuchItem && folder != top {
             throw ProviderError(.pageExpired, "\(folder) changed on the server while it was listed; listing again")
         }
+    }
+
+    /// True for the answers that concern one folder: 403 (no right to list it) and 5xx
+    /// (the server failed on it). A 401 is the account's, and fails the walk.
+    static func refusesOneFolder(_ code: UInt) -> Bool {
+        code == 403 || (500..<600).contains(code)
     }
 
     static let temporaryPrefix = ".tidesync-tmp-"

@@ -288,6 +288,16 @@ public final class InotifyWatcher: @unchecked Sendable {
                 events.append(.removed(path))
             } else if !isFolder {
                 events.append(.changed(path))
+            } else if raw.mask & Self.inAttrib != 0 {
+                // A folder's permissions (or owner, or times) changed: it may have become
+                // readable or unreadable. Looked at again; one that could not be watched
+                // before (it was unreadable) is watched and scanned whole now.
+                if lock.withLock({ watches[path] == nil }) {
+                    watchTree(path, events: &events)
+                    events.append(.folderAppeared(path))
+                } else {
+                    events.append(.changed(path))
+                }
             }
         }
     }

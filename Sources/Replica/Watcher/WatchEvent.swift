@@ -4,7 +4,8 @@ import SyncEngine
 /// named here is stat'ed and compared with the state DB before anything is decided.
 public enum WatchEvent: Sendable, Hashable {
     /// Something at the path was created, written, closed after writing, or had its
-    /// attributes changed (files and symlinks; a folder's own events say nothing).
+    /// attributes changed (files and symlinks; for a folder only its attributes — it may
+    /// have become readable or unreadable; its other own events say nothing).
     case changed(RemotePath)
     /// A folder appeared (created, or moved in from outside the sync folder): it and
     /// everything below it are looked at, since files made in it before its watch
