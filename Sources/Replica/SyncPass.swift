@@ -17,6 +17,9 @@ public struct PassResult: Sendable {
     /// Settled paths not looked at yet because a writer still holds them open (with
     /// whether their subtree was to be scanned); the watcher's queue takes them back.
     public var heldBack: [RemotePath: Bool] = [:]
+    /// Sibling names that differ only in Unicode normalisation (NFC `café`, NFD `café`),
+    /// each group in byte order: both sides hold them as they are; `status` warns about them.
+    public var normalisationTwins: [[RemotePath]] = []
 
     /// Logs what the pass passed over and, when it had steps, what it did.
     public func log(to logger: Logger) {
@@ -90,9 +93,7 @@ public struct SyncPass: Sendable {
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
-        if scope.walksRemote {
-            remote = await separateNormalisationClashes(remote, local: observed.local, recorded: recorded)
-        }
+        let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
         // So is a record the bundle rule now reads as another kind (a folder that became a
         // bundle, or back): both sides then hold it as new, and agree by comparing.
         let excludedRecords = recorded.filter { path, record in
@@ -105,7 +106,8 @@ public struct SyncPass: Sendable {
         plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
         guard !plan.isEmpty else {
-            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack)
+            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
+                              normalisationTwins: twins)
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
@@ -124,7 +126,8 @@ public struct SyncPass: Sendable {
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held }
-        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack)
+        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
+                          normalisationTwins: twins)
     }
 
     /// True when the item at `path` is a bundle by the domain's rule.
