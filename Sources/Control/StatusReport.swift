@@ -83,6 +83,9 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     /// Folders the last pass could not read, on either side (nothing below them is synced
     /// until they can be read); left out when there are none.
     public var unreadableFolders: [UnreadableFolderStatus]?
+    /// Names in one folder that differ only in Unicode normalisation, a warning; left out
+    /// when there are none (and when the daemon is not running).
+    public var normalisationTwins: [NameTwins]?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],
@@ -300,6 +303,23 @@ public struct Counts: Codable, Sendable, Equatable {
         self.bytesOnDisk = bytesOnDisk
         self.bytesTotal = bytesTotal
     }
+}
+
+/// Sibling names that differ only in Unicode normalisation (NFC `café`, NFD `café`): both are
+/// kept as they are here and on the server, but macOS and many clients take them for one.
+public struct NameTwins: Codable, Sendable, Equatable {
+    /// The paths below the domain root, byte for byte as on disk and on the server.
+    public var paths: [String]
+    /// What it means and what to do.
+    public var message: String
+
+    public init(paths: [String], message: String = NameTwins.standardMessage) {
+        self.paths = paths
+        self.message = message
+    }
+
+    /// The warning `status` gives.
+    public static let standardMessage = "these names differ only in Unicode normalisation; both are kept as they are here and on the server (tidesync renames nothing), but macOS and some sync clients take them for one name: rename one of them if more than this machine uses the folder"
 }
 
 /// The file watcher's health.

@@ -58,6 +58,10 @@ public enum StatusScreen {
                 lines.append("    \(item.step) \(item.path) (attempt \(item.attempts)\(retry)): \(item.lastError)")
             }
         }
+        if let twins = domain.normalisationTwins, !twins.isEmpty {
+            lines.append("  warning: \(count(twins.count, "group")) of names that differ only in Unicode normalisation (both kept; macOS sees one name):")
+            for twin in twins.prefix(5) { lines.append("    " + twin.paths.joined(separator: "  |  ")) }
+        }
         if domain.conflicts.count > 0 {
             lines.append("  conflicts: \(domain.conflicts.count) (`tidesync conflicts` lists them)")
             for conflict in domain.conflicts.newest.prefix(3) { lines.append("    \(conflict.copy)") }

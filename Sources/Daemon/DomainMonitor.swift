@@ -48,6 +48,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var lastCompleteSync: Date?
         public var pending: [PendingStep] = []
         public var watcher = WatcherHealth()
+        /// The last pass's sibling names that differ only in Unicode normalisation.
+        public var normalisationTwins: [[RemotePath]] = []
     }
 
     /// The domain's name.
@@ -116,6 +118,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
         let converged = result.steps == 0 || result.report.completes(result.steps)
         let persist = state.withLock { record -> Bool in
             record.snapshot.firstPassDone = true
+            record.snapshot.normalisationTwins = result.normalisationTwins
             guard result.report.parked == nil else { return false }
             record.snapshot.phase = converged ? .idle : .syncing
             guard converged else { return false }

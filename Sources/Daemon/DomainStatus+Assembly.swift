@@ -74,6 +74,9 @@ extension DomainStatus {
             PendingItem(path: $0.step.path.description, step: $0.step.step, since: $0.since,
                         reason: $0.running ? "running" : reason)
         })
+        if !live.normalisationTwins.isEmpty {
+            status.normalisationTwins = live.normalisationTwins.map { NameTwins(paths: $0.map(\.description)) }
+        }
         status.transfers = live.pending.filter { $0.running && $0.step.direction != nil }.map { transfer(of: $0, now: now) }
         return status
     }

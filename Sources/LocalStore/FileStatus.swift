@@ -53,6 +53,14 @@ struct FileStatus: Equatable {
 
 /// Maps errno values to the engine's error codes at the store's boundary.
 enum SystemError {
+    /// An error writing a download's destination, which lies on the local disk (the sync
+    /// folder's), not on the store's: a full disk there parks the domain as `localDiskFull`.
+    static func destinationError(_ code: Int32, _ what: String) -> ProviderError {
+        guard code == ENOSPC || code == EDQUOT else { return providerError(code, what) }
+        return ProviderError(.localDiskFull, "the local disk is full; free some space (\(what))",
+                             underlying: String(cString: strerror(code)))
+    }
+
     static func providerError(_ code: Int32, _ what: String) -> ProviderError {
         let text = String(cString: strerror(code))
         switch code {

@@ -24,13 +24,18 @@ extension LocalDirectoryStore {
             throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")
         }
         let output = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw SystemError.providerError(errno, "cannot create \(destination.path)") }
+        guard output >= 0 else { throw SystemError.destinationError(errno, "cannot create \(destination.path)") }
         defer { close(output) }
         let wanted = range.map { ByteRange(offset: $0.offset, length: max(0, min($0.end, before.size) - $0.offset)) }
             ?? ByteRange(offset: 0, length: before.size)
-        try FileCopy.copy(from: input, at: wanted.offset, to: output, at: 0, length: wanted.length,
-                          progress: progress, what: "\(path)")
-        guard fsync(output) == 0 else { throw SystemError.providerError(errno, "cannot write \(destination.path)") }
+        do {
+            try FileCopy.copy(from: input, at: wanted.offset, to: output, at: 0, length: wanted.length,
+                              progress: progress, what: "\(path)")
+        } catch where error.code == .insufficientQuota {
+            // Reading never reports a full disk: it is the destination's, the local one.
+            throw SystemError.destinationError(ENOSPC, "cannot write \(destination.path)")
+        }
+        guard fsync(output) == 0 else { throw SystemError.destinationError(errno, "cannot write \(destination.path)") }
         // Writes in the store replace files by rename, so the open file keeps one version;
         // an in-place writer outside tidesync would show up here.
         let after = try FileStatus.of(descriptor: input, path: source)

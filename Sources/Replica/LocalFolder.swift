@@ -85,8 +85,10 @@ public struct LocalFolder: Sendable {
     /// Creates the folder at `path`; an existing folder there counts as done.
     public func makeFolder(at path: RemotePath) throws(ProviderError) -> LocalStat {
         let target = absolute(path)
-        if mkdir(target, 0o755) != 0, errno != EEXIST {
-            throw Self.error(errno, "cannot create the folder \(target)")
+        if mkdir(target, 0o755) != 0 {
+            guard errno == EEXIST else { throw Self.error(errno, "cannot create the folder \(target)") }
+            // A folder that folds names would merge the two folders' contents into one.
+            guard listsExactly(path) else { throw foldedName(path) }
         }
         guard let made = entry(at: path), made.kind == .folder else {
             throw ProviderError(.versionMismatch, "something other than a folder is at \(target); it is kept")
@@ -389,6 +391,7 @@ public struct LocalFolder: Sendable {
         }
         let code = errno
         if code == EEXIST {
+            guard listsExactly(path) else { throw foldedName(path) }
             throw ProviderError(.versionMismatch, "\(target) appeared since it was looked at; it is kept and looked at again")
         }
         guard code == EPERM || code == EOPNOTSUPP || code == EMLINK || code == EXDEV else {

@@ -19,6 +19,9 @@ public struct PassResult: Sendable {
     public var heldBack: [RemotePath: Bool] = [:]
     /// Folders this pass could not read, on either side: nothing below them was planned.
     public var unreadable: [UnreadableFolder] = []
+    /// Sibling names that differ only in Unicode normalisation (NFC `café`, NFD `café`),
+    /// each group in byte order: both sides hold them as they are; `status` warns about them.
+    public var normalisationTwins: [[RemotePath]] = []
 
     /// Logs what the pass passed over and, when it had steps, what it did.
     public func log(to logger: Logger) {
@@ -95,12 +98,10 @@ public struct SyncPass: Sendable {
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
-        if scope.walksRemote {
-            remote = await separateNormalisationClashes(remote, local: observed.local, recorded: recorded)
-        }
         let unreadable = settleUnreadable(local: observed.unreadable, remote: unlisted, before: unreadableBefore)
         Self.takeAsRecorded(Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded),
                             local: &observed.local, remote: &remote, recorded: recorded)
+        let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
         // So is a record the bundle rule now reads as another kind (a folder that became a
         // bundle, or back): both sides then hold it as new, and agree by comparing.
         let excludedRecords = recorded.filter { path, record in
@@ -114,7 +115,7 @@ public struct SyncPass: Sendable {
         lap("plan")
         guard !plan.isEmpty else {
             return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
-                              unreadable: unreadable)
+                              unreadable: unreadable, normalisationTwins: twins)
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
@@ -134,7 +135,7 @@ public struct SyncPass: Sendable {
         lap("apply")
         if let held { report.parked = report.parked ?? held }
         return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
-                          unreadable: unreadable)
+                          unreadable: unreadable, normalisationTwins: twins)
     }
 
     /// True when the item at `path` is a bundle by the domain's rule.

@@ -109,15 +109,19 @@ struct ChunkWriter {
             }
             return nil
         }
-        if let failure {
-            let text = String(cString: strerror(failure))
-            if failure == ENOSPC || failure == EDQUOT {
-                throw ProviderError(.localDiskFull, "the local disk is full; free some space", underlying: text)
-            }
-            throw ProviderError(.cannotSynchronize, "cannot write the downloaded data", underlying: text)
-        }
+        if let failure { throw Self.localError(failure, "cannot write the downloaded data") }
         written += Int64(count)
     }
 
     var isComplete: Bool { limit.map { written >= $0 } ?? false }
+
+    /// An error writing a download's file on the local disk: a full disk (ENOSPC, EDQUOT,
+    /// from write, fsync or creating the file) parks the domain as `localDiskFull`.
+    static func localError(_ code: Int32, _ what: String) -> ProviderError {
+        let text = String(cString: strerror(code))
+        if code == ENOSPC || code == EDQUOT {
+            return ProviderError(.localDiskFull, "the local disk is full; free some space (\(what))", underlying: text)
+        }
+        return ProviderError(.cannotSynchronize, what, underlying: text)
+    }
 }

@@ -35,9 +35,7 @@ extension WebDAVStore {
                                 underlying: "Content-Range starts at \(start), not \(range.offset)")
         }
         let fd = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw ProviderError(.cannotSynchronize, "cannot create \(destination.path)", underlying: String(cString: strerror(errno)))
-        }
+        guard fd >= 0 else { throw ChunkWriter.localError(errno, "cannot create \(destination.path)") }
         defer { close(fd) }
         // 416: the range starts at or after the end, so there is nothing to write.
         if response.status.code == 416 { return etag ?? version }
@@ -59,9 +57,7 @@ extension WebDAVStore {
         if let sent, received < sent, !(ignoredRange && writer.isComplete) {
             throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(received) of \(sent) bytes); will retry")
         }
-        guard fsync(fd) == 0 else {
-            throw ProviderError(.cannotSynchronize, "cannot write \(destination.path)", underlying: String(cString: strerror(errno)))
-        }
+        guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
         return etag ?? version
     }
 

@@ -259,47 +259,6 @@ struct ConflictScenarioTests {
             try await world.expectAgreement()
         }
     }
-
-    // MARK: Unicode normalisation
-
-    @Test("two new server names that differ only in normalisation: both kept, the NFD one renamed with a marker", arguments: Remote.available)
-    func normalisationBothNew(_ remote: Remote) async throws {
-        let nfc = "caf\u{00E9}.txt", nfd = "cafe\u{0301}.txt", marked = "cafe\u{0301} (unicode conflict).txt"
-        try await withLiveWorld(remote, poll: .milliseconds(500)) { world, run in
-            try world.writeOnServer(nfc, "composed")
-            try world.writeOnServer(nfd, "decomposed")
-            try await eventually("both downloaded") {
-                SyncWorld.names(in: world.localRoot).contains(Array(marked.utf8)) && SyncWorld.names(in: world.localRoot).contains(Array(nfc.utf8))
-            }
-            try await run.quiesce()
-            for root in [world.localRoot, world.remoteDisk] {
-                let names = SyncWorld.names(in: root).filter { $0 != Array(".DAV".utf8) }
-                #expect(Set(names) == [Array(nfc.utf8), Array(marked.utf8)], "names in \(root): \(names.map { String(decoding: $0, as: UTF8.self) })")
-                #expect(SyncWorld.read(root + "/" + nfc) == "composed")
-                #expect(SyncWorld.read(root + "/" + marked) == "decomposed")
-            }
-            #expect(UnicodeConflictName.parse(marked).map { Array($0.utf8) } == Array(nfd.utf8))
-            #expect(run.log.contains("only in Unicode normalisation"))
-            try await world.expectAgreement()
-        }
-    }
-
-    @Test("a new server name that only normalises to a synced one is renamed; the synced file is not overwritten", arguments: Remote.available)
-    func normalisationNewBesideSynced(_ remote: Remote) async throws {
-        let nfc = "r\u{00E9}sum\u{00E9}", nfd = "re\u{0301}sume\u{0301}", marked = "re\u{0301}sume\u{0301} (unicode conflict)"
-        try await withLiveWorld(remote, poll: .milliseconds(500)) { world, run in
-            try world.write(nfc, "ours, synced")
-            try await eventually("uploaded") { try world.synced(nfc, "ours, synced") }
-            try world.writeOnServer(nfd, "theirs, other form")
-            try await eventually("the other form downloaded") { SyncWorld.read(world.local(marked)) == "theirs, other form" }
-            try await run.quiesce()
-            #expect(SyncWorld.read(world.local(nfc)) == "ours, synced")
-            #expect(world.serverText(nfc) == "ours, synced" && world.serverText(marked) == "theirs, other form")
-            #expect(!SyncWorld.names(in: world.localRoot).contains(Array(nfd.utf8)))
-            #expect(!SyncWorld.names(in: world.remoteDisk).contains(Array(nfd.utf8)))
-            try await world.expectAgreement()
-        }
-    }
 }
 
 // MARK: Helpers
