@@ -80,6 +80,10 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     public var itemsInError: [ItemInError]
     public var counts: Counts
     public var watcher: WatcherHealth
+    /// Deletions held back until the user confirms them (also `paused` by `massDelete`).
+    public var heldDeletions: HeldDeletions?
+    /// Set after a pass found the domain pointed at another remote and merged both trees.
+    public var remoteChanged: String?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],

@@ -32,6 +32,8 @@ public enum StatusScreen {
             }
         }
         if let paused = domain.paused, paused.by != "massDelete" { lines.append("  " + paused.reason) }
+        if let held = domain.heldDeletions { lines.append("  " + held.summary) }
+        if let changed = domain.remoteChanged { lines.append("  " + changed) }
         lines.append("  \(domain.localFolder) ⇄ \(domain.remote)")
         lines.append("  last complete sync: " + (domain.lastCompleteSync.map { "\(clock.time($0)) (\(clock.relative($0)))" } ?? "never"))
         if !domain.transfers.isEmpty {

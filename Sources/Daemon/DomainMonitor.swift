@@ -48,10 +48,18 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var lastCompleteSync: Date?
         public var pending: [PendingStep] = []
         public var watcher = WatcherHealth()
+        /// The deletions the last pass held back until the user confirms them.
+        public var held: DeletionHold?
+        /// The last merge after the domain was pointed at another remote, until a pass
+        /// after it finds both sides in agreement.
+        public var remoteChange: RemoteChange?
     }
 
     /// The domain's name.
     public let name: String
+    /// The user's confirmation of held deletions (`tidesync allow-deletions`), shared with
+    /// the domain's passes; it outlives a reopened domain, as the monitor does.
+    public let deletionRelease = DeletionRelease()
     private let state = Mutex(Record())
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
@@ -116,6 +124,12 @@ public final class DomainMonitor: PlanObserver, Sendable {
         let converged = result.steps == 0 || result.report.completes(result.steps)
         let persist = state.withLock { record -> Bool in
             record.snapshot.firstPassDone = true
+            record.snapshot.held = result.held
+            if let change = result.remoteChange {
+                record.snapshot.remoteChange = change
+            } else if converged {
+                record.snapshot.remoteChange = nil
+            }
             guard result.report.parked == nil else { return false }
             record.snapshot.phase = converged ? .idle : .syncing
             guard converged else { return false }
