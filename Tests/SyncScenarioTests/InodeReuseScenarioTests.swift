@@ -14,44 +14,53 @@ struct InodeReuseScenarioTests {
     @Test("a file deleted here while edited there, its inode reused by a new file: both kept under their own names",
           arguments: Remote.available)
     func reusedInode(_ remote: Remote) async throws {
-        try await withWorld(remote) { world in
-            try world.write("e.txt", "base")
-            try world.write("d/keep.txt", "kept")
-            try await world.sync()
-            let freed = try #require(world.localInode("e.txt"))
+        // The premise needs the kernel to hand the freed number to our new file; on a loaded
+        // machine another process making a file on the same file system at that moment can
+        // take it. Then the attempt is repeated in a fresh world (at most 8 times).
+        for _ in 0..<8 {
+            var premiseHeld = false
+            try await withWorld(remote) { world in
+                try world.write("e.txt", "base")
+                try world.write("d/keep.txt", "kept")
+                try await world.sync()
+                let freed = try #require(world.localInode("e.txt"))
 
-            try world.writeOnServer("e.txt", "the server's edit")
-            #expect(unlink(world.local("e.txt")) == 0)
-            try Self.create(world.local("d/new.txt"), "the user's new file", inode: freed)
-            #expect(world.localInode("d/new.txt") == freed, "the premise: d/new.txt has e.txt's old inode")
+                try world.writeOnServer("e.txt", "the server's edit")
+                #expect(unlink(world.local("e.txt")) == 0)
+                premiseHeld = try Self.create(world.local("d/new.txt"), "the user's new file", inode: freed)
+                guard premiseHeld else { return }
+                #expect(world.localInode("d/new.txt") == freed, "the premise: d/new.txt has e.txt's old inode")
 
-            try await world.sync()
-            #expect(SyncWorld.read(world.local("e.txt")) == "the server's edit")
-            #expect(SyncWorld.read(world.onServer("e.txt")) == "the server's edit")
-            #expect(SyncWorld.read(world.local("d/new.txt")) == "the user's new file")
-            #expect(SyncWorld.read(world.onServer("d/new.txt")) == "the user's new file")
-            #expect(SyncWorld.tree(world.localRoot).count == 4, "\(SyncWorld.tree(world.localRoot).keys.sorted())")
-            try await world.expectAgreement()
+                try await world.sync()
+                #expect(SyncWorld.read(world.local("e.txt")) == "the server's edit")
+                #expect(SyncWorld.read(world.onServer("e.txt")) == "the server's edit")
+                #expect(SyncWorld.read(world.local("d/new.txt")) == "the user's new file")
+                #expect(SyncWorld.read(world.onServer("d/new.txt")) == "the user's new file")
+                #expect(SyncWorld.tree(world.localRoot).count == 4, "\(SyncWorld.tree(world.localRoot).keys.sorted())")
+                try await world.expectAgreement()
+            }
+            if premiseHeld { return }
         }
+        Issue.record("in 8 fresh worlds the file system never gave the freed inode to the new file: the scenario's premise does not hold here (not ext4?)")
     }
 
-    /// Writes `text` to a new file at `path` whose inode number is `inode`. ext4 hands a
-    /// freed inode to the next file made in the same block group, so the first try almost
-    /// always has it; when another process took it first, files are made beside it until
-    /// one gets it (at most 500), then renamed into place (a rename keeps the inode), and
-    /// the others are removed before the pass.
-    static func create(_ path: String, _ text: String, inode: UInt64) throws {
+    /// Writes `text` to a new file at `path` and returns true when its inode number is
+    /// `inode`. ext4 hands a freed inode to the next file made nearby, so the first try
+    /// mostly has it; otherwise files are made beside it until one gets it (at most 100),
+    /// then renamed into place (a rename keeps the inode). The others are removed before
+    /// the pass either way.
+    static func create(_ path: String, _ text: String, inode: UInt64) throws -> Bool {
         let folder = (path as NSString).deletingLastPathComponent
         var others: [String] = []
         defer { for other in others { unlink(other) } }
-        for attempt in 0..<500 {
+        for attempt in 0..<100 {
             let candidate = attempt == 0 ? path : folder + "/.candidate-\(attempt)"
             try SyncWorld.write(candidate, text)
             var st = stat()
             guard lstat(candidate, &st) == 0 else { continue }
             if UInt64(st.st_ino) == inode {
                 if candidate != path { #expect(rename(candidate, path) == 0) }
-                return
+                return true
             }
             if attempt == 0 {
                 let moved = folder + "/.candidate-0"
@@ -61,6 +70,6 @@ struct InodeReuseScenarioTests {
                 others.append(candidate)
             }
         }
-        Issue.record("the file system did not give inode \(inode) to any of 500 new files: the scenario's premise does not hold here (not ext4?)")
+        return false
     }
 }
