@@ -31,6 +31,9 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         case resume
         /// Start a pass now instead of at the next poll; a parked domain retries now.
         case syncNow = "sync-now"
+        /// Carry out, once, the deletions `domain` (or every domain) holds back now; the
+        /// answer lists the domains that held some.
+        case allowDeletions = "allow-deletions"
     }
 
     /// The protocol version the client speaks.
@@ -90,7 +93,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var status: StatusReport?
     /// The answer to `conflicts`.
     public var conflicts: ConflictList?
-    /// The domains a `pause`, `resume` or `sync-now` acted on.
+    /// The domains a `pause`, `resume`, `sync-now` or `allow-deletions` acted on.
     public var domains: [String]?
 
     public init(status: StatusReport? = nil, conflicts: ConflictList? = nil, domains: [String]? = nil) {

@@ -12,6 +12,9 @@ public protocol ControlResponder: Sendable {
     func setPaused(_ paused: Bool, domain: String?) throws(ControlFailure) -> [String]
     /// Starts a pass of `domain` (or of every domain) now; returns the domains affected.
     func syncNow(domain: String?) throws(ControlFailure) -> [String]
+    /// Releases, once, the deletions `domain` (or every domain) holds back now and starts a
+    /// pass; returns the domains that held deletions.
+    func allowDeletions(domain: String?) throws(ControlFailure) -> [String]
 }
 
 /// Turns request lines into answer lines: the whole protocol, with no socket in it.
@@ -34,6 +37,8 @@ public enum ControlDispatch {
                 return ControlResponse(domains: try responder.setPaused(request.command == .pause, domain: request.domain))
             case .syncNow:
                 return ControlResponse(domains: try responder.syncNow(domain: request.domain))
+            case .allowDeletions:
+                return ControlResponse(domains: try responder.allowDeletions(domain: request.domain))
             }
         } catch {
             return ControlResponse(failure: error)

@@ -86,6 +86,10 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     /// Names in one folder that differ only in Unicode normalisation, a warning; left out
     /// when there are none (and when the daemon is not running).
     public var normalisationTwins: [NameTwins]?
+    /// Deletions held back until the user confirms them (also `paused` by `massDelete`).
+    public var heldDeletions: HeldDeletions?
+    /// Set after a pass found the domain pointed at another remote and merged both trees.
+    public var remoteChanged: String?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],

@@ -38,6 +38,13 @@ public struct ControlService: ControlResponder {
         try act(on: domain) { $0.syncNow() }
     }
 
+    public func allowDeletions(domain: String?) throws(ControlFailure) -> [String] {
+        let names = try select(domain, in: supervisor.configuration).map(\.name)
+        let released = supervisor.domains.filter { names.contains($0.domain.name) && $0.monitor.deletionRelease.release() != nil }
+        for running in released { running.monitor.syncNow() }
+        return released.map { $0.domain.name }
+    }
+
     private func act(on domain: String?, _ body: (DomainMonitor) -> Void) throws(ControlFailure) -> [String] {
         let names = try select(domain, in: supervisor.configuration).map(\.name)
         let running = supervisor.domains.filter { names.contains($0.domain.name) }

@@ -50,10 +50,18 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var watcher = WatcherHealth()
         /// The last pass's sibling names that differ only in Unicode normalisation.
         public var normalisationTwins: [[RemotePath]] = []
+        /// The deletions the last pass held back until the user confirms them.
+        public var held: DeletionHold?
+        /// The last merge after the domain was pointed at another remote, until a pass
+        /// after it finds both sides in agreement.
+        public var remoteChange: RemoteChange?
     }
 
     /// The domain's name.
     public let name: String
+    /// The user's confirmation of held deletions (`tidesync allow-deletions`), shared with
+    /// the domain's passes; it outlives a reopened domain, as the monitor does.
+    public let deletionRelease = DeletionRelease()
     private let state = Mutex(Record())
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
@@ -119,6 +127,12 @@ public final class DomainMonitor: PlanObserver, Sendable {
         let persist = state.withLock { record -> Bool in
             record.snapshot.firstPassDone = true
             record.snapshot.normalisationTwins = result.normalisationTwins
+            record.snapshot.held = result.held
+            if let change = result.remoteChange {
+                record.snapshot.remoteChange = change
+            } else if converged {
+                record.snapshot.remoteChange = nil
+            }
             guard result.report.parked == nil else { return false }
             record.snapshot.phase = converged ? .idle : .syncing
             guard converged else { return false }

@@ -51,7 +51,9 @@ public final class DomainService: Sendable {
                                 observer: monitor)
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
-                        massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete), logger: logger)
+                        massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete),
+                        remote: RemoteBinding(domain: domain.name, location: domain.remote.identity),
+                        release: monitor.deletionRelease, logger: logger)
         self.domain = domain
         self.stop = stop
         self.logger = logger

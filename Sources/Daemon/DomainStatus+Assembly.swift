@@ -63,6 +63,11 @@ extension DomainStatus {
         }
         status.lastCompleteSync = live.lastCompleteSync ?? status.lastCompleteSync
         status.watcher = live.watcher
+        status.heldDeletions = live.held.map {
+            HeldDeletions(reason: $0.reason.rawValue, side: $0.side.rawValue, items: $0.items,
+                          release: "tidesync allow-deletions \(domain.name)")
+        }
+        status.remoteChanged = live.remoteChange?.message(domain: domain.name)
         (status.state, status.paused, status.error) = state(of: live)
         if live.watcher.watchLimitReached, status.error == nil {
             status.error = ErrorInfo(code: "watchLimitReached",

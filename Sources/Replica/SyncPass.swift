@@ -22,6 +22,10 @@ public struct PassResult: Sendable {
     /// Sibling names that differ only in Unicode normalisation (NFC `café`, NFD `café`),
     /// each group in byte order: both sides hold them as they are; `status` warns about them.
     public var normalisationTwins: [[RemotePath]] = []
+    /// The deletions this pass held back until the user confirms them; nil: none.
+    public var held: DeletionHold?
+    /// Set when this pass found the domain pointed at another remote and merged both trees.
+    public var remoteChange: RemoteChange?
 
     /// Logs what the pass passed over and, when it had steps, what it did.
     public func log(to logger: Logger) {
@@ -40,14 +44,24 @@ public struct SyncPass: Sendable {
     public let host: String
     /// Holds back a pass's deletions when there are too many; nil: never.
     public let massDelete: MassDeleteGuard?
+    /// The remote the domain is configured with, checked against the state DB before each
+    /// pass that walks the remote; nil: not checked.
+    public let remote: RemoteBinding?
+    /// The user's confirmation of held deletions.
+    public let release: DeletionRelease
     let logger: Logger
 
+    /// - Parameter massDelete: the guard of large deletions; nil (`--allow-mass-delete`)
+    ///   also lets a pass empty a side without asking.
     public init(runner: PlanRunner, scanner: LocalScanner, host: String = SyncPass.hostName(),
-                massDelete: MassDeleteGuard? = nil, logger: Logger) {
+                massDelete: MassDeleteGuard? = nil, remote: RemoteBinding? = nil,
+                release: DeletionRelease = DeletionRelease(), logger: Logger) {
         self.runner = runner
         self.scanner = scanner
         self.host = host
         self.massDelete = massDelete
+        self.remote = remote
+        self.release = release
         self.logger = logger
     }
 
@@ -65,6 +79,7 @@ public struct SyncPass: Sendable {
         defer {
             logger.debug("pass phases (\(scope.label)): \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
         }
+        let remoteChange = scope.walksRemote ? try await checkRemoteIdentity() : nil
         try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
@@ -114,28 +129,19 @@ public struct SyncPass: Sendable {
         plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
         guard !plan.isEmpty else {
+            _ = release.admits(nil)
             return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
-                              unreadable: unreadable, normalisationTwins: twins)
+                              unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange)
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
-        var held: ProviderError?
-        if observed.local.isEmpty, scope.isFull, massDelete != nil, recorded.count > 10 {
-            // An empty sync folder is far more often a file system that is not mounted
-            // than a user who deleted everything.
-            context.withheld = Set(plan.indices.filter { plan[$0].isDeletion })
-            held = ProviderError(.massDeletePaused,
-                                 "the sync folder \(scanner.root) is empty but \(recorded.count) items were synced; deletions are paused. If it is a mount point, mount it again; if you emptied it on purpose, run `tidesync run --once --allow-mass-delete`")
-        } else if let verdict = massDelete?.check(plan, recorded: context.recorded), verdict.exceeded {
-            context.withheld = Set(verdict.steps)
-            held = ProviderError(.massDeletePaused,
-                                 "this pass would delete \(verdict.deletedItems) items (more than max_delete = \(massDelete!.limit), or half of the domain); deletions are paused. If that is what you want, run `tidesync run --once --allow-mass-delete`; otherwise put the files back")
-        }
+        let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded)
+        if let held { context.withheld = Set(held.hold.steps) }
         var report = try await runner.run(plan, context: context)
         lap("apply")
-        if let held { report.parked = report.parked ?? held }
+        if let held { report.parked = report.parked ?? held.error }
         return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
-                          unreadable: unreadable, normalisationTwins: twins)
+                          unreadable: unreadable, normalisationTwins: twins, held: held?.hold, remoteChange: remoteChange)
     }
 
     /// True when the item at `path` is a bundle by the domain's rule.

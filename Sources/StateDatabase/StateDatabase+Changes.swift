@@ -79,6 +79,12 @@ extension StateDatabase {
             try recordConflict(conflict, in: db)
         case .setBundleMembers(let id, let members):
             try setBundleMembers(of: id, to: members, in: db)
+        case .setRemoteIdentity(let identity):
+            try db.cachedStatement(sql: """
+                INSERT INTO remote_identity (id, location, root_file_id, recorded_at) VALUES (1, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET location = excluded.location, root_file_id = excluded.root_file_id,
+                                               recorded_at = excluded.recorded_at
+                """).execute(arguments: [identity.location, identity.rootFileID, Date().timeIntervalSince1970])
         }
     }
 
@@ -109,6 +115,7 @@ extension StateDatabase {
         case .failOperation(let id, _, _): "record a failure of journal entry \(id)"
         case .recordConflict(let conflict): "record the conflict copy \(conflict.copy)"
         case .setBundleMembers(let id, let members): "record the \(members.count) members of bundle \(id)"
+        case .setRemoteIdentity(let identity): "record the remote \(identity)"
         }
     }
 

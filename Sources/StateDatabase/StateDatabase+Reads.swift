@@ -68,6 +68,14 @@ extension StateDatabase {
         }
     }
 
+    /// The remote the rows describe; nil before it was first recorded.
+    public func remoteIdentity() throws(ProviderError) -> RemoteIdentity? {
+        try read("read the remote's identity") { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT location, root_file_id FROM remote_identity WHERE id = 1"))
+                .map { RemoteIdentity(location: $0["location"], rootFileID: $0["root_file_id"]) }
+        }
+    }
+
     /// The hydrated ranges of `id` and the version they belong to; empty and nil for an item
     /// with none recorded, or not in the DB.
     public func hydratedRanges(of id: ItemIdentifier) throws(ProviderError) -> (ranges: RangeSet, version: ETag?) {

@@ -27,6 +27,9 @@ enum StateSchema {
         migrator.registerMigration(v3Name) { db in
             try db.execute(sql: v3SQL)
         }
+        migrator.registerMigration(v4Name) { db in
+            try db.execute(sql: v4SQL)
+        }
         return migrator
     }()
 
@@ -177,5 +180,26 @@ enum StateSchema {
         ALTER TABLE bundle_member ADD COLUMN symlink_target TEXT;
         ALTER TABLE bundle_member ADD COLUMN local_inode INTEGER;
         ALTER TABLE bundle_member ADD COLUMN local_mtime_ns INTEGER;
+        """
+
+    static let v4Name = "v4-remote-identity"
+
+    static let v4SQL = """
+        -- Which remote the item rows describe (DESIGN.md, "Safety rails"): at most one row. A
+        -- pass that finds the domain pointed at another remote drops the item rows and the
+        -- journal and replaces this row in one transaction, then merges both trees as a
+        -- first sync. No row: a DB from before this migration, or one that never synced.
+        CREATE TABLE remote_identity (
+            -- Always 1: the table holds one row.
+            id                  INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+            -- The normalised URL (no credentials, lower-case scheme and host, no default
+            -- port, path ending in '/'), or 'file://' and the absolute path of a local store.
+            location            TEXT NOT NULL,
+            -- The file id of the remote's root (oc:fileid, a local store's inode); NULL when
+            -- the server reports none.
+            root_file_id        TEXT,
+            -- Seconds since 1970-01-01 UTC: when this row was written.
+            recorded_at         REAL NOT NULL
+        ) STRICT;
         """
 }

@@ -115,4 +115,6 @@ public enum StateChange: Hashable, Sendable {
     case recordConflict(ConflictRecord)
     /// Replaces the manifest of the bundle `id`.
     case setBundleMembers(ItemIdentifier, [BundleMember])
+    /// Records which remote the rows describe (replacing what was recorded).
+    case setRemoteIdentity(RemoteIdentity)
 }

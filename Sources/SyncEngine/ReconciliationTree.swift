@@ -94,11 +94,29 @@ struct Placement {
         moved = tree.indices.map { present[$0] && now[$0] != natural[$0] }
     }
 
-    /// Records whose inode is at exactly one local path holding the same kind.
+    /// Records whose inode is at exactly one local path holding the same item: the same
+    /// kind, and for anything but a folder the recorded size and mtime too (a rename keeps
+    /// both). ext4 hands a freed inode number to the next file made, so an inode alone can
+    /// pair a deleted file with an unrelated new one; a file renamed and edited in one pass
+    /// is taken as a delete and a create, which loses nothing. A folder's mtime changes
+    /// whenever an entry is added or removed inside it, so folders pair by inode and kind
+    /// (as Nextcloud's discovery does); what a wrong pairing of folders moves is the
+    /// folder, and its recorded entries are still looked for by their own identity.
     static func locatedLocally(_ tree: BaseTree, _ local: [RemotePath: LocalObservation]) -> [Int: RemotePath] {
         let keys = tree.indices.compactMap { index in tree[index].local.map { (index, $0.inode) } }
         let found = unique(keys, local.map { ($0.key, $0.value.stat.inode) })
-        return found.filter { local[$0.value]?.kind == tree[$0.key].kind }
+        return found.filter { index, path in
+            guard let seen = local[path], let recorded = tree[index].local else { return false }
+            return isSameItem(kind: tree[index].kind, recorded: recorded, seen: seen)
+        }
+    }
+
+    /// True when `seen` (an observation with the recorded inode) can be the item recorded
+    /// as `kind` with local stat `recorded`.
+    static func isSameItem(kind: ItemKind, recorded: LocalStat, seen: LocalObservation) -> Bool {
+        guard seen.kind == kind else { return false }
+        if kind == .folder { return true }
+        return seen.stat.size == recorded.size && seen.stat.modificationTimeNanoseconds == recorded.modificationTimeNanoseconds
     }
 
     /// Records whose file id (or, when the store reports none, whose size and ETag for

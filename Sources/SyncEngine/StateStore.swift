@@ -22,6 +22,8 @@ public protocol StateStore: Sendable {
     func item(remoteFileID: String) throws(ProviderError) -> ItemRecord?
 
     func syncAnchor() throws(ProviderError) -> SyncAnchor?
+    /// The remote the rows describe; nil before it was first recorded.
+    func remoteIdentity() throws(ProviderError) -> RemoteIdentity?
     func hydratedRanges(of id: ItemIdentifier) throws(ProviderError) -> (ranges: RangeSet, version: ETag?)
     /// The manifest of the bundle `id` as last synced; empty when none is recorded.
     func bundleMembers(of id: ItemIdentifier) throws(ProviderError) -> [BundleMember]

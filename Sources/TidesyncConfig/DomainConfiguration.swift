@@ -94,6 +94,24 @@ public enum RemoteLocation: Sendable, Equatable, CustomStringConvertible {
         case .localDirectory(let path): "file://" + path
         }
     }
+
+    /// The location as the state DB records it, so that spellings of one remote compare
+    /// equal: scheme and host in lower case, no default port (80 for http, 443 for https),
+    /// the path as given (ending in `/`); `file://` and the standardised path of a directory.
+    public var identity: String {
+        switch self {
+        case .localDirectory(let path):
+            return "file://" + path
+        case .webDAV(let url):
+            guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
+            components.scheme = components.scheme?.lowercased()
+            components.host = components.host?.lowercased()
+            if (components.scheme == "http" && components.port == 80) || (components.scheme == "https" && components.port == 443) {
+                components.port = nil
+            }
+            return components.url?.absoluteString ?? url.absoluteString
+        }
+    }
 }
 
 /// The `[domain.placeholders]` table.

@@ -8,9 +8,13 @@ protocol DomainControlCommand: ParsableCommand {
     var domain: String? { get }
     static var command: ControlRequest.Command { get }
     static var done: String { get }
+    /// What is printed when no domain was acted on.
+    static var nothing: String { get }
 }
 
 extension DomainControlCommand {
+    static var nothing: String { "No running domain." }
+
     func run() throws {
         let configuration = try? options.loadConfiguration().get()
         guard let socket = options.socketPath(configuration) else {
@@ -23,7 +27,7 @@ extension DomainControlCommand {
                 printError("tidesync \(Self.command.rawValue): " + (answer.error?.message ?? "the daemon refused"))
                 throw ExitCode(DaemonExit.cannotAsk)
             }
-            print(names.isEmpty ? "No running domain." : "\(Self.done): \(names.joined(separator: ", "))")
+            print(names.isEmpty ? Self.nothing : "\(Self.done): \(names.joined(separator: ", "))")
         case .failure(let failure):
             printError("tidesync \(Self.command.rawValue): " + failure.message)
             throw ExitCode(failure == .notRunning ? DaemonExit.notRunning : DaemonExit.cannotAsk)
@@ -62,6 +66,19 @@ struct SyncNow: DomainControlCommand {
         discussion: controlDiscussion)
     static let command = ControlRequest.Command.syncNow
     static let done = "Sync started"
+    @OptionGroup var options: DaemonOptions
+    @Argument(help: "The domain (default: every domain).") var domain: String?
+}
+
+/// `tidesync allow-deletions [DOMAIN]`.
+struct AllowDeletions: DomainControlCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "allow-deletions",
+        abstract: "Carry out, once, the deletions a domain holds back (an emptied side, or more than max_delete).",
+        discussion: "`tidesync status` shows what is held: how many items, on which side. This releases that hold once and starts a pass; a later pass that would delete more, or on the other side, is held again. Without a running daemon use `tidesync run --once --allow-mass-delete`. " + controlDiscussion)
+    static let command = ControlRequest.Command.allowDeletions
+    static let done = "Held deletions released"
+    static let nothing = "Nothing is held back; nothing to release."
     @OptionGroup var options: DaemonOptions
     @Argument(help: "The domain (default: every domain).") var domain: String?
 }

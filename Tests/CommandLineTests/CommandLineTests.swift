@@ -109,6 +109,42 @@ final class CommandLineTests {
         #expect(!again.errors.contains("step(s)"))
     }
 
+    @Test("run --once after the domain's remote was changed to an empty folder keeps all 20 files and copies them there")
+    func repointedRemote() async throws {
+        for folder in ["Cloud", "store-a", "store-b"] {
+            try FileManager.default.createDirectory(atPath: home + "/" + folder, withIntermediateDirectories: true)
+        }
+        for n in 0..<20 { try Data("file \(n)".utf8).write(to: URL(fileURLWithPath: home + "/Cloud/f\(n).txt")) }
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store-a\"\n")
+        #expect(try await Binary.run(["run", "--once"], home: home).status == 0)
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store-b\"\n")
+        let result = try await Binary.run(["run", "--once"], home: home)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.errors.contains("the remote of domain home changed from file://\(home)/store-a"), "\(result.errors)")
+        #expect(result.errors.contains("merging both trees as a first sync; nothing is deleted"))
+        let here = try FileManager.default.contentsOfDirectory(atPath: home + "/Cloud").filter { $0.hasSuffix(".txt") }
+        let there = try FileManager.default.contentsOfDirectory(atPath: home + "/store-b").filter { $0.hasSuffix(".txt") }
+        #expect(here.count == 20)
+        #expect(there.count == 20)
+    }
+
+    @Test("run --once holds the deletions of a store emptied at once; --allow-mass-delete carries them out")
+    func emptiedStore() async throws {
+        for folder in ["Cloud", "store"] { try FileManager.default.createDirectory(atPath: home + "/" + folder, withIntermediateDirectories: true) }
+        for n in 0..<3 { try Data("file \(n)".utf8).write(to: URL(fileURLWithPath: home + "/Cloud/f\(n).txt")) }
+        try write("[[domain]]\nname = \"home\"\nlocal = \"~/Cloud\"\nremote = \"file://\(home)/store\"\n")
+        #expect(try await Binary.run(["run", "--once"], home: home).status == 0)
+        for n in 0..<3 { try FileManager.default.removeItem(atPath: home + "/store/f\(n).txt") }
+        let held = try await Binary.run(["run", "--once"], home: home)
+        #expect(held.status != 0)
+        #expect(held.errors.contains("the server's folder is empty, but 3 synced item(s) are still in"), "\(held.errors)")
+        #expect(held.errors.contains("tidesync run --once --allow-mass-delete"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home + "/Cloud").filter { $0.hasSuffix(".txt") }.count == 3)
+        let allowed = try await Binary.run(["run", "--once", "--allow-mass-delete"], home: home)
+        #expect(allowed.status == 0, "\(allowed.errors)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home + "/Cloud").filter { $0.hasSuffix(".txt") }.isEmpty)
+    }
+
     @Test("run names a missing store folder instead of reporting an empty remote")
     func missingStore() async throws {
         try FileManager.default.createDirectory(atPath: home + "/Cloud", withIntermediateDirectories: true)

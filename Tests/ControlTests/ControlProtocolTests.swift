@@ -7,6 +7,7 @@ final class FakeResponder: ControlResponder, @unchecked Sendable {
     let lock = NSLock()
     var paused: [String: Bool] = [:]
     var woken: [String] = []
+    var released: [String] = []
     let names = ["home", "work"]
 
     func status(domain: String?) throws(ControlFailure) -> StatusReport {
@@ -31,6 +32,12 @@ final class FakeResponder: ControlResponder, @unchecked Sendable {
         return chosen
     }
 
+    func allowDeletions(domain: String?) throws(ControlFailure) -> [String] {
+        let chosen = try select(domain)
+        lock.withLock { released += chosen }
+        return chosen.filter { $0 == "home" }  // only "home" holds deletions
+    }
+
     private func select(_ domain: String?) throws(ControlFailure) -> [String] {
         guard let domain else { return names }
         guard names.contains(domain) else { throw ControlFailure(.unknownDomain, "no domain \(domain)") }
@@ -50,6 +57,13 @@ final class FakeResponder: ControlResponder, @unchecked Sendable {
         #expect(response.ok)
         #expect(response.status?.domains.map(\.name) == ["home", "work"])
         #expect(response.version == ControlProtocol.version)
+    }
+
+    @Test func allowDeletionsReachesTheResponderAndNamesTheDomainsThatHeldSome() {
+        #expect(answer(#"{"version":1,"command":"allow-deletions","domain":"work"}"#).domains == [])
+        #expect(answer(#"{"version":1,"command":"allow-deletions"}"#).domains == ["home"])
+        #expect(responder.released == ["work", "home", "work"])
+        #expect(answer(#"{"version":1,"command":"allow-deletions","domain":"nope"}"#).error?.code == .unknownDomain)
     }
 
     @Test func pauseResumeAndSyncNowReachTheResponder() {

@@ -2,7 +2,7 @@ import Control
 @testable import Daemon
 import Foundation
 import Logging
-import Replica
+@testable import Replica
 import StateDatabase
 import SyncEngine
 import SyncModel
@@ -45,6 +45,33 @@ import Glibc
         let status = DomainStatus.assemble(domain, live: live, database: noDatabase, now: now)
         #expect(status.state == .paused)
         #expect(status.paused?.by == "user")
+    }
+
+    @Test func heldDeletionsSayHowManyOnWhichSideAndHowToReleaseThem() throws {
+        var live = DomainMonitor.Snapshot()
+        live.phase = .parked(ProviderError(.massDeletePaused, "the server's folder is empty"), since: now, retryAt: now)
+        live.held = DeletionHold(reason: .sideEmptied, side: .local, items: 20, steps: [0])
+        let status = DomainStatus.assemble(domain, live: live, database: noDatabase, now: now)
+        #expect(status.heldDeletions == HeldDeletions(reason: "sideEmptied", side: "local", items: 20,
+                                                      release: "tidesync allow-deletions home"))
+        let screen = StatusScreen.render(StatusReport(generatedAt: now, daemon: DaemonInfo(running: true), domains: [status]),
+                                         now: now, timeZone: TimeZone(identifier: "UTC")!)
+        #expect(screen.contains("held: 20 deletion(s) in the sync folder (the server's folder is empty); to carry them out run `tidesync allow-deletions home`"))
+        let json = String(decoding: try ControlJSON.encoder().encode(status), as: UTF8.self)
+        #expect(json.contains(#""heldDeletions":{"items":20,"reason":"sideEmptied","release":"tidesync allow-deletions home","side":"local"}"#))
+    }
+
+    @Test func aMergeAfterARepointedRemoteIsShownUntilAPassAgrees() {
+        let monitor = DomainMonitor(name: "home")
+        let change = RemoteChange(from: RemoteIdentity(location: "https://a/"), to: RemoteIdentity(location: "https://b/"))
+        var merged = PassResult(steps: 3, report: RunReport(), skippedNames: [])
+        merged.report.succeeded = 3
+        merged.remoteChange = change
+        monitor.passFinished(merged, now: now)
+        let shown = DomainStatus.assemble(domain, live: monitor.snapshot(), database: noDatabase, now: now).remoteChanged
+        #expect(shown == "the remote of domain home changed from https://a/ to https://b/: merging both trees as a first sync; nothing is deleted")
+        monitor.passFinished(PassResult(steps: 0, report: RunReport(), skippedNames: []), now: now)
+        #expect(DomainStatus.assemble(domain, live: monitor.snapshot(), database: noDatabase, now: now).remoteChanged == nil)
     }
 
     @Test func transfersShowRateAndTimeLeftAndPendingStepsWhyTheyWait() {

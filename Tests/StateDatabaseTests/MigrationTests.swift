@@ -21,7 +21,9 @@ import Testing
             let database = try StateDatabase(path: path)
             defer { try? database.close() }
 
-            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local"])
+            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local", "v4-remote-identity"])
+            // v4: a DB from before identities were kept records none; the first pass records it.
+            #expect(try database.remoteIdentity() == nil)
             let folder = ItemRecord(id: ItemIdentifier("f-1"), parentID: .root, name: "Docs", kind: .folder,
                                     remoteETag: ETag(value: "d1"), remoteFileID: "101", pinState: .pinned)
             let document = ItemRecord(
@@ -61,8 +63,20 @@ import Testing
             let schema = "SELECT type || ' ' || name || ': ' || sql FROM sqlite_master "
                 + "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name"
             let freshSchema = try fresh.column(schema)
-            #expect(freshSchema.count == 9)  // six tables, three indexes
+            #expect(freshSchema.count == 10)  // seven tables, three indexes
             #expect(try upgraded.column(schema) == freshSchema)
+        }
+    }
+
+    @Test func theRemoteIdentityIsOneRowThatIsReplaced() throws {
+        try withScratchDirectory { directory in
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let database = try StateDatabase(path: directory + "/state.sqlite")
+            defer { try? database.close() }
+            try database.apply([.setRemoteIdentity(RemoteIdentity(location: "https://a.example/dav/", rootFileID: "7"))])
+            try database.apply([.setRemoteIdentity(RemoteIdentity(location: "file:///srv/b"))])
+            #expect(try database.remoteIdentity() == RemoteIdentity(location: "file:///srv/b"))
+            #expect(try database.count("SELECT count(*) FROM remote_identity") == 1)
         }
     }
 

@@ -173,13 +173,13 @@ _tidesync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    run|status|conflicts|pause|resume|sync-now|check-config|help)
+    run|status|conflicts|pause|resume|sync-now|allow-deletions|check-config|help)
         # Offer subcommand argument completions
         "_tidesync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'run status conflicts pause resume sync-now check-config help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'run status conflicts pause resume sync-now allow-deletions check-config help' -- "${cur}"))
         ;;
     esac
 }
@@ -288,6 +288,24 @@ _tidesync_resume() {
 }
 
 _tidesync_sync-now() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--config --socket)
+    __tidesync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--config')
+        return
+        ;;
+    '--socket')
+        return
+        ;;
+    esac
+}
+
+_tidesync_allow-deletions() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
