@@ -12,7 +12,7 @@ final class HeldDeletionsCommandTests {
 
     init() throws {
         fixture = try DaemonFixture()
-        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/docs/status.schema.json")
+        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
     }
 
     @Test("a server emptied at once: three local files held, shown in status, released by allow-deletions")

@@ -16,7 +16,7 @@ final class UnreadableFolderTests {
 
     init() throws {
         fixture = try DaemonFixture()
-        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/docs/status.schema.json")
+        schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
     }
 
     @Test("a local folder made unreadable deletes nothing on the server, is named in status, and syncs once readable again")
