@@ -17,12 +17,13 @@ import Glibc
 struct RemoteSafetyScenarioTests {
     /// A pass as `DomainService` builds it: mass-delete guard on, remote identity checked.
     static func guardedPass(_ world: SyncWorld, store: any RemoteStore, location: String,
-                            release: DeletionRelease = DeletionRelease()) -> SyncPass {
+                            release: DeletionRelease = DeletionRelease(), stop: StopFlag = StopFlag()) -> SyncPass {
         var logger = Logger(label: "scenario-guarded")
         logger.logLevel = .warning
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns)
         let provider = SyncProvider(store: store, state: world.database)
-        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: world.localRoot), transfers: 4, logger: logger)
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: world.localRoot), transfers: 4, logger: logger,
+                                stop: stop)
         return SyncPass(runner: runner, scanner: LocalScanner(root: world.localRoot, exclude: exclude), host: "testhost",
                         massDelete: MassDeleteGuard(limit: 500), remote: RemoteBinding(domain: "home", location: location),
                         release: release, logger: logger)
@@ -131,6 +132,35 @@ struct RemoteSafetyScenarioTests {
         guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
         for path in paths {
             try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
+        }
+    }
+
+    @Test("a merge cut short after the switch goes on as a first sync against the new remote, never with the old rows",
+          arguments: Remote.available)
+    func mergeCutShort(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try Self.twentyFiles(world)
+            try await Self.run(Self.guardedPass(world, store: world.store, location: "test://a"))
+            try await withSecondRemote(remote, world) { other, disk in
+                try SyncWorld.write(disk + "/only-there.txt", "theirs only")
+                Self.giveToServer(remote, [disk, disk + "/only-there.txt"])
+                // The pass switches the identity, plans, and is stopped before any step runs:
+                // what a kill -9 right after the switch leaves behind.
+                let stopped = StopFlag()
+                stopped.stop()
+                let cut = try await Self.guardedPass(world, store: other, location: "test://b", stop: stopped).run()
+                #expect(cut.remoteChange != nil)
+                #expect(cut.report.succeeded == 0)
+                #expect(try world.database.allItems().count == 1, "only the root's row is left")
+                #expect(try world.database.remoteIdentity()?.location == "test://b")
+
+                let results = try await Self.run(Self.guardedPass(world, store: other, location: "test://b"))
+                #expect(results.allSatisfy { $0.remoteChange == nil && $0.held == nil })
+                let local = SyncWorld.tree(world.localRoot)
+                for n in 0..<20 { #expect(local["f\(n).txt"] == .file("file \(n)")) }
+                #expect(local["only-there.txt"] == .file("theirs only"))
+                #expect(try await other.children(of: .root).count == 21)
+            }
         }
     }
 
