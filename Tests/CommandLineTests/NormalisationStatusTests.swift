@@ -15,7 +15,7 @@ struct NormalisationStatusTests {
     func statusWarns() async throws {
         let nfc = "caf\u{00E9}.txt", nfd = "cafe\u{0301}.txt"
         let fixture = try DaemonFixture()
-        let schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/docs/status.schema.json")
+        let schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
         try fixture.configure(poll: "1h")
         try Data("composed".utf8).write(to: URL(fileURLWithPath: fixture.remoteDisk + "/" + nfc))
         try Data("decomposed".utf8).write(to: URL(fileURLWithPath: fixture.remoteDisk + "/" + nfd))
