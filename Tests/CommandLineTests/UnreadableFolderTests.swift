@@ -230,7 +230,7 @@ struct Unprivileged {
             process.arguments = ["run"]
         }
         process.environment = fixture.environment
-        FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
+        _ = FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: fixture.daemonLog)
         try process.run()
