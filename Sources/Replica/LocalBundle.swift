@@ -40,7 +40,7 @@ public struct LocalBundle: Sendable {
                 skipped.append((folder, "cannot list this folder of a bundle"))
                 continue
             }
-            for bytes in names ?? [] {
+            for bytes in names {
                 guard let name = String(validating: bytes, as: UTF8.self), (try? RemotePath.validate(name: name)) != nil else {
                     skipped.append((folder + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
                     continue

@@ -65,7 +65,7 @@ struct BundleExchangeContractTests {
             _ = try await f.store.makeFolder(at: p("docs"))
             // A killed copier: its lock file is free, its tree half-made.
             let dead = f.diskPath + "/docs/.tidesync-tmp-1-1"
-            FileManager.default.createFile(atPath: dead, contents: nil)
+            #expect(FileManager.default.createFile(atPath: dead, contents: nil))
             try FileManager.default.createDirectory(atPath: dead + ".d/Contents", withIntermediateDirectories: true)
             // A live one: its lock file is held.
             let live = f.diskPath + "/docs/.tidesync-tmp-2-2"

@@ -26,15 +26,17 @@ struct PermissionTests {
         }
         defer { server.stop() }
         let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
-        #expect(try await store.writeGuard() == .locks)
-        do {
-            _ = try await store.makeFolder(at: try RemotePath(["shared"]))
-            Issue.record("the refused MOVE was taken for a success")
-        } catch {
-            #expect(error.code == .permissionDenied, "\(error)")
-            #expect(error.disposition == .skipItem)
+        try await Self.using(store) {
+            let mode = try await store.writeGuard()
+            #expect(mode == .locks)
+            do {
+                _ = try await store.makeFolder(at: try RemotePath(["shared"]))
+                Issue.record("the refused MOVE was taken for a success")
+            } catch {
+                #expect((error as? ProviderError)?.code == .permissionDenied, "\(error)")
+                #expect((error as? ProviderError)?.disposition == .skipItem)
+            }
         }
-        await store.shutdown()
     }
 
     @Test("after a 401 the next request reads the password again, and only then")
@@ -53,21 +55,32 @@ struct PermissionTests {
                 reads.add(1, ordering: .relaxed)
                 return keyring.withLock { $0 }
             })
-        _ = try await store.entry(at: .root)
-        #expect(reads.load(ordering: .relaxed) == 0, "the password given at the start is used until the server refuses it")
-        accepted.withLock { $0 = "two" }
-        do {
+        try await Self.using(store) {
             _ = try await store.entry(at: .root)
-            Issue.record("the old password was accepted")
-        } catch {
-            #expect(error.code == .notAuthenticated)
-            #expect(error.disposition == .parkDomain)
+            #expect(reads.load(ordering: .relaxed) == 0, "the password given at the start is used until the server refuses it")
+            accepted.withLock { $0 = "two" }
+            do {
+                _ = try await store.entry(at: .root)
+                Issue.record("the old password was accepted")
+            } catch {
+                #expect((error as? ProviderError)?.code == .notAuthenticated, "\(error)")
+                #expect((error as? ProviderError)?.disposition == .parkDomain)
+            }
+            keyring.withLock { $0 = "two" }
+            _ = try await store.entry(at: .root)
+            #expect(reads.load(ordering: .relaxed) == 1)
+            _ = try await store.entry(at: .root)
+            #expect(reads.load(ordering: .relaxed) == 1, "read once per refusal, not per request")
         }
-        keyring.withLock { $0 = "two" }
-        _ = try await store.entry(at: .root)
-        #expect(reads.load(ordering: .relaxed) == 1)
-        _ = try await store.entry(at: .root)
-        #expect(reads.load(ordering: .relaxed) == 1, "read once per refusal, not per request")
+    }
+
+    /// Runs `body`, then shuts `store` down whether it threw or not (an HTTP client left
+    /// running stops the whole test process).
+    static func using(_ store: WebDAVStore, _ body: () async throws -> Void) async throws {
+        do { try await body() } catch {
+            await store.shutdown()
+            throw error
+        }
         await store.shutdown()
     }
 }
