@@ -15,9 +15,11 @@ final class StalledServerTests {
     let fixture: DaemonFixture
     let server: TricklingServer
 
-    init() throws {
-        fixture = try DaemonFixture()
-        server = try TricklingServer(directory: fixture.home)
+    init() async throws {
+        let fixture = try DaemonFixture()
+        // Started off the test threads: python may take seconds to come up on a loaded machine.
+        server = try await onOwnThread { [home = fixture.home] in try TricklingServer(directory: home) }
+        self.fixture = fixture
     }
 
     deinit { server.stop() }
