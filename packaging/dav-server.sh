@@ -15,6 +15,8 @@
 # meets such a folder). Depth infinity on a parent still lists it: mod_dav does
 # not check access below the requested resource.
 # Basic auth, user "tidesync", random password (SHA1 hash: cheap per request).
+# Any file whose name starts with "tidesync-denied" is refused with 403, in both
+# roots (the tests of a server that denies one item).
 #
 # As root, Apache's workers run as www-data: the roots and lock dir are chowned
 # to it, and DIR and its parents are made traversable. Files a root test
@@ -167,6 +169,11 @@ EOF
     AuthBasicProvider file
     AuthUserFile "$dir/htpasswd"
     Require valid-user
+    # Names starting with tidesync-denied are refused (403) to everyone: the
+    # tests' item a server denies while the rest of the collection is writable.
+    <FilesMatch "^tidesync-denied">
+        Require all denied
+    </FilesMatch>
 </Directory>
 
 EOF

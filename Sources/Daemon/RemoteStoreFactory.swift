@@ -31,7 +31,17 @@ public enum RemoteStoreFactory {
             }
             let endpoint = try WebDAVEndpoint(baseURL: url, username: domain.username, password: password?.cleartext,
                                               allowInsecureHTTP: domain.allowInsecureHTTP)
-            let store = WebDAVStore(endpoint: endpoint, connections: domain.transfers * 2, logger: logger)
+            let limits = TransferLimits(connectTimeout: domain.connectTimeout, lowSpeedLimit: domain.lowSpeedLimit.bytes,
+                                        lowSpeedTime: domain.lowSpeedTime)
+            // After a 401 the password is read again (password_command run anew), so one
+            // changed in the keyring is used at the next attempt.
+            let source: PasswordSource = { () throws(ProviderError) -> String? in
+                do { return try domain.resolvePassword()?.cleartext } catch {
+                    throw ProviderError(.notAuthenticated, "domain \"\(domain.name)\": \(error)")
+                }
+            }
+            let store = WebDAVStore(endpoint: endpoint, connections: domain.transfers * 2, limits: limits,
+                                    passwordSource: source, logger: logger)
             return OpenedStore(store: store, close: { await store.shutdown() })
         }
     }

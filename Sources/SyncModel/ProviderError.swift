@@ -29,6 +29,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         /// One pass would delete more than the domain allows without confirmation; its
         /// deletions wait until the user confirms (`tidesync run --allow-mass-delete`).
         case massDeletePaused
+        /// The server refuses this one item to this user (WebDAV 403): it is skipped and
+        /// tried again later, and the rest of the domain syncs on.
+        case permissionDenied
     }
 
     /// What the caller should do with the work that failed.
@@ -64,7 +67,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         case .versionMismatch, .filenameCollision, .deletionRejected, .parentMissing,
              .noSuchItem, .directoryNotEmpty:
             .resolve
-        case .cannotSynchronize, .excludedFromSync, .versionNoLongerAvailable:
+        case .cannotSynchronize, .excludedFromSync, .versionNoLongerAvailable, .permissionDenied:
             .skipItem
         }
     }

@@ -13,8 +13,39 @@ extension ConfigValidator {
         if let value = integer(table, "max_delete", in: scope, range: 0...Int.max, expected: "an integer of 0 or more") {
             domain.maxDelete = value
         }
+        readTimeouts(table, in: scope, into: &domain)
         if let value = strings(table, "exclude", in: scope, example: "exclude = [\"*.tmp\"]") { domain.exclude = value }
         if let value = readBundleExtensions(table, in: scope) { domain.bundleExtensions = value }
+    }
+
+    /// `connect_timeout`, `low_speed_limit` (a size per second; 0 turns the check off)
+    /// and `low_speed_time`. A limit of more than 1 GiB/s or a time of more than an hour
+    /// is a mistake (a unit slipped), not a setting.
+    private mutating func readTimeouts(_ table: TOMLTable, in scope: KeyScope, into domain: inout DomainConfiguration) {
+        if let value = duration(table, "connect_timeout", in: scope) {
+            if value > .seconds(600) {
+                valueError("\(scope.name("connect_timeout")) must be at most 10 minutes, e.g. \"15s\".", key: "connect_timeout", in: scope)
+            } else {
+                domain.connectTimeout = value
+            }
+        }
+        if let (limit, written) = size(table, "low_speed_limit", in: scope) {
+            if limit.bytes > 1 << 30 {
+                valueError("\(written) is more than 1GiB per second; write the slowest acceptable speed per second, "
+                               + "e.g. \"1KiB\", or 0 to turn the check off.", key: "low_speed_limit", in: scope)
+            } else {
+                domain.lowSpeedLimit = limit
+            }
+        }
+        if let value = duration(table, "low_speed_time", in: scope) {
+            if value > .seconds(3600) {
+                valueError("\(scope.name("low_speed_time")) must be at most 1 hour, e.g. \"30s\".", key: "low_speed_time", in: scope)
+            } else if value < .seconds(1) {
+                valueError("\(scope.name("low_speed_time")) must be at least 1 second, e.g. \"30s\".", key: "low_speed_time", in: scope)
+            } else {
+                domain.lowSpeedTime = value
+            }
+        }
     }
 
     private mutating func readBundleExtensions(_ table: TOMLTable, in scope: KeyScope) -> [String]? {

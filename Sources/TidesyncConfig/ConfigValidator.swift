@@ -30,7 +30,7 @@ struct ConfigValidator {
     static let domainKeys = [
         "name", "local", "remote", "username", "password_command", "password_file", "allow_insecure_http",
         "poll_interval", "debounce", "rescan_interval", "transfers", "max_delete", "exclude",
-        "bundle_extensions", "placeholders",
+        "bundle_extensions", "placeholders", "connect_timeout", "low_speed_limit", "low_speed_time",
     ]
     static let placeholderKeys = ["mode", "min_size", "alignment", "keep_local"]
 

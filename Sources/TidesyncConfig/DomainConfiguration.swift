@@ -25,6 +25,12 @@ public struct DomainConfiguration: Sendable, Equatable {
     public var transfers: Int
     /// The most deletions one pass may make without confirmation (default 500).
     public var maxDelete: Int
+    /// How long opening a connection to the server may take (default 15 s).
+    public var connectTimeout: Duration
+    /// Bytes per second below which a request is too slow (default 1 KiB); 0 turns the check off.
+    public var lowSpeedLimit: ByteCount
+    /// How long a request may stay below `lowSpeedLimit` before it is given up (default 30 s).
+    public var lowSpeedTime: Duration
     /// Glob patterns of paths that are never synced, in addition to the built-in list.
     public var exclude: [String]
     /// Directory name extensions (without dots) whose directories sync as one item.
@@ -43,7 +49,8 @@ public struct DomainConfiguration: Sendable, Equatable {
         credentials: CredentialSource? = nil, allowInsecureHTTP: Bool = false,
         pollInterval: Duration = .seconds(30), debounce: Duration = .seconds(1),
         rescanInterval: Duration = .seconds(3600), transfers: Int = 4, maxDelete: Int = 500,
-        exclude: [String] = [], bundleExtensions: [String] = Self.defaultBundleExtensions,
+        connectTimeout: Duration = .seconds(15), lowSpeedLimit: ByteCount = ByteCount(1024),
+        lowSpeedTime: Duration = .seconds(30), exclude: [String] = [], bundleExtensions: [String] = Self.defaultBundleExtensions,
         placeholders: PlaceholderSettings = PlaceholderSettings()
     ) {
         self.name = name
@@ -57,6 +64,9 @@ public struct DomainConfiguration: Sendable, Equatable {
         self.rescanInterval = rescanInterval
         self.transfers = transfers
         self.maxDelete = maxDelete
+        self.connectTimeout = connectTimeout
+        self.lowSpeedLimit = lowSpeedLimit
+        self.lowSpeedTime = lowSpeedTime
         self.exclude = exclude
         self.bundleExtensions = bundleExtensions
         self.placeholders = placeholders

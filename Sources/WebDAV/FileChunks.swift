@@ -49,6 +49,8 @@ struct FileChunks: AsyncSequence, Sendable {
     let chunkSize: Int
     let progress: TransferProgress?
     var unchanged: OpenFile.Status? = nil
+    /// Counts the bytes handed to the HTTP client, for the low-speed watchdog.
+    var meter: TransferMeter? = nil
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let chunks: FileChunks
@@ -73,6 +75,7 @@ struct FileChunks: AsyncSequence, Sendable {
                 throw ProviderError(.cannotSynchronize, "\(chunks.file.path) changed while it was uploaded; it will be sent again")
             }
             chunks.progress?(offset, chunks.length)
+            chunks.meter?.add(got)
             return buffer
         }
     }

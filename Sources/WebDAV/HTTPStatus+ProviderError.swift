@@ -8,8 +8,13 @@ extension HTTPResponseStatus {
         let what = "\(method) \(path.isRoot ? "/" : path.description)"
         let underlying = "HTTP \(code) \(reasonPhrase)"
         switch code {
-        case 401, 403:
+        case 401:
             return ProviderError(.notAuthenticated, "the server refused \(what): check the user name and password", underlying: underlying)
+        case 403:
+            // Authenticated, but not allowed this one item: never a reason to park the domain.
+            return ProviderError(.permissionDenied,
+                                 "the server denies \(what) (permission denied for that item); it is skipped and tried again later",
+                                 underlying: underlying)
         case 404, 410:
             return ProviderError(.noSuchItem, "\(path) does not exist on the server", underlying: underlying)
         case 409:

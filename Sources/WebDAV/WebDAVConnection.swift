@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncEngine
+import Synchronization
 
 /// Where and how to reach a WebDAV server. The password is only ever put in the
 /// `Authorization` header; `description` redacts it.
@@ -51,7 +52,11 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
 
     var authorization: String? {
         guard let username else { return nil }
-        return "Basic " + Data("\(username):\(password ?? "")".utf8).base64EncodedString()
+        return Self.basicAuthorization(username: username, password: password)
+    }
+
+    static func basicAuthorization(username: String, password: String?) -> String {
+        "Basic " + Data("\(username):\(password ?? "")".utf8).base64EncodedString()
     }
 
     /// `scheme://host:port`, the origin requests go to.
@@ -61,6 +66,17 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
         if let port = baseURL.port { text += ":\(port)" }
         return text
     }
+}
+
+/// Reads the password anew (runs `password_command` again); nil for no password.
+public typealias PasswordSource = @Sendable () throws(ProviderError) -> String?
+
+/// The `Authorization` header requests carry, and whether the server refused it: after a
+/// 401 the next request asks the password source again, so a password changed in the
+/// keyring is picked up without a restart or a config edit.
+struct Credentials {
+    var header: String?
+    var refused = false
 }
 
 /// A response whose body was collected into memory (metadata requests only).
@@ -77,14 +93,27 @@ final class WebDAVConnection: Sendable {
     let client: HTTPClient
     /// The largest metadata answer accepted (a hostile server cannot exhaust memory).
     static let maximumMetadataBytes = 256 << 20
+    /// The most a metadata exchange may take, however fast its bytes come.
     static let metadataTimeout = TimeAmount.seconds(120)
     static let userAgent = "tidesync/0.1"
 
-    init(endpoint: WebDAVEndpoint, connections: Int) {
+    /// The connect timeout and the low-speed limit every request is held to.
+    let limits: TransferLimits
+    let credentials: Mutex<Credentials>
+    let passwordSource: PasswordSource?
+
+    init(endpoint: WebDAVEndpoint, connections: Int, limits: TransferLimits = TransferLimits(),
+         passwordSource: PasswordSource? = nil) {
         self.endpoint = endpoint
+        self.limits = limits
+        self.passwordSource = passwordSource
+        credentials = Mutex(Credentials(header: endpoint.authorization))
+        // The read timeout resets on every byte, so it never catches a trickle (the
+        // low-speed watchdog does); it stays as the last resort when that check is off.
+        let read = max(Duration.seconds(60), limits.lowSpeedTime)
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(15), read: .seconds(60)),
+            timeout: .init(connect: Self.timeAmount(limits.connectTimeout), read: Self.timeAmount(read)),
             connectionPool: .init(idleTimeout: .seconds(60),
                                   concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections)),
             decompression: .disabled)
@@ -92,33 +121,75 @@ final class WebDAVConnection: Sendable {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
     func shutdown() async {
         try? await client.shutdown()
     }
 
-    /// A request for `path` (already encoded, absolute) with auth and the common headers.
+    /// A request for `path` (already encoded, absolute) with the common headers; `send`
+    /// and `stream` add the `Authorization` header.
     func request(_ method: String, path: String, headers: [(String, String)] = []) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: endpoint.origin + path)
         request.method = HTTPMethod(rawValue: method)
         request.headers.add(name: "User-Agent", value: Self.userAgent)
         request.headers.add(name: "Accept-Encoding", value: "identity")
-        if let authorization = endpoint.authorization { request.headers.add(name: "Authorization", value: authorization) }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         return request
+    }
+
+    /// `request` with the current `Authorization` header; after a 401 the password source
+    /// is asked again first (one caller runs it, the others wait for its answer).
+    func authorized(_ request: HTTPClientRequest) throws(ProviderError) -> HTTPClientRequest {
+        let header = try credentials.withLock { (state: inout Credentials) throws(ProviderError) -> String? in
+            if state.refused, let passwordSource, let username = endpoint.username {
+                let password = try passwordSource()
+                state.header = WebDAVEndpoint.basicAuthorization(username: username, password: password)
+                state.refused = false
+            }
+            return state.header
+        }
+        var request = request
+        request.headers.remove(name: "Authorization")
+        if let header { request.headers.add(name: "Authorization", value: header) }
+        return request
+    }
+
+    /// Notes the server's answer: a 401 means the password it was sent is no longer good.
+    func noteStatus(_ status: HTTPResponseStatus, for request: HTTPClientRequest) {
+        guard status.code == 401 else { return }
+        let sent = request.headers.first(name: "Authorization")
+        credentials.withLock { state in
+            if state.header == sent { state.refused = true }
+        }
     }
 
     /// Sends `request` and collects a small answer. A request written to a pooled
     /// connection the server had just closed (a keep-alive timeout, or the close after an
     /// answer that left a body unread) never reached it: it is sent once more, on a new
-    /// connection.
+    /// connection. Held to the low-speed limit, like every exchange.
     func send(_ request: HTTPClientRequest) async throws(ProviderError) -> CollectedResponse {
+        let request = try authorized(request)
         var attempt = 0
         while true {
             attempt += 1
             do {
-                let response = try await client.execute(request, timeout: Self.metadataTimeout)
-                let body = try await response.body.collect(upTo: Self.maximumMetadataBytes)
-                return CollectedResponse(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
+                let meter = TransferMeter()
+                return try await watched(request.method.rawValue, meter: meter) {
+                    let response = try await self.client.execute(request, timeout: Self.metadataTimeout)
+                    self.noteStatus(response.status, for: request)
+                    var body = ByteBuffer()
+                    for try await chunk in response.body {
+                        meter.add(chunk.readableBytes)
+                        guard body.readableBytes + chunk.readableBytes <= Self.maximumMetadataBytes else {
+                            throw NIOTooManyBytesError(maxBytes: Self.maximumMetadataBytes)
+                        }
+                        body.writeImmutableBuffer(chunk)
+                    }
+                    return CollectedResponse(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
+                }
             } catch let error as ChannelError where error == .ioOnClosedChannel && attempt == 1 {
                 continue
             } catch {
@@ -127,12 +198,47 @@ final class WebDAVConnection: Sendable {
         }
     }
 
-    /// Sends `request` with no deadline but the read timeout (transfers can be long).
-    func stream(_ request: HTTPClientRequest) async throws(ProviderError) -> HTTPClientResponse {
+    /// Sends `request` with no deadline (transfers can be long) and hands the answer to
+    /// `consume`, which reads its body and adds what it reads (and what the request's body
+    /// stream sends) to `meter`: the exchange is cancelled when it stays below the
+    /// low-speed limit, and then fails with `serverUnreachable`.
+    func stream<T: Sendable>(_ request: HTTPClientRequest, meter: TransferMeter,
+                             _ consume: @escaping @Sendable (HTTPClientResponse) async throws -> T) async throws(ProviderError) -> T {
+        let request = try authorized(request)
         do {
-            return try await client.execute(request, deadline: .distantFuture)
+            return try await watched(request.method.rawValue, meter: meter) {
+                let response = try await self.client.execute(request, deadline: .distantFuture)
+                self.noteStatus(response.status, for: request)
+                return try await consume(response)
+            }
         } catch {
             throw Self.map(error, method: request.method.rawValue)
+        }
+    }
+
+    /// Runs `operation` beside a watchdog that samples `meter` every second and cancels
+    /// the operation once the exchange is too slow (`LowSpeedWatch`), throwing
+    /// `serverUnreachable` instead of whatever the cancelled operation threw.
+    func watched<T: Sendable>(_ method: String, meter: TransferMeter,
+                              _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard limits.watchesSpeed else { return try await operation() }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask { [limits] in
+                let start = ContinuousClock.now
+                var watch = LowSpeedWatch(limits: limits)
+                while true {
+                    try await Task.sleep(for: .seconds(1))
+                    if watch.isTooSlow(total: meter.bytes, elapsed: .now - start) {
+                        throw ProviderError(.serverUnreachable,
+                                            "the server answered \(method) too slowly (under \(watch.description)); will retry",
+                                            underlying: "low_speed_limit")
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            // The watchdog never returns a value: the first value is the operation's.
+            return try await group.next()!!
         }
     }
 

@@ -16,7 +16,17 @@ extension WebDAVStore {
         var headers: [(String, String)] = []
         if let header = range?.httpRangeHeader { headers.append(("Range", header)) }
         let request = connection.request("GET", path: paths.requestPath(path), headers: headers)
-        let response = try await connection.stream(request)
+        let meter = TransferMeter()
+        return try await connection.stream(request, meter: meter) { response in
+            try await self.receive(response, of: path, range: range, version: version, to: destination,
+                                   meter: meter, progress: progress)
+        }
+    }
+
+    /// Checks the answer to a GET and writes its body to `destination`; returns the
+    /// version the bytes belong to.
+    func receive(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
+                 meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
         let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
         guard [200, 206, 416].contains(response.status.code) else { throw response.status.providerError("GET", path) }
         // The response's own ETag says which version the bytes belong to; comparing it
@@ -47,6 +57,7 @@ extension WebDAVStore {
         do {
             for try await chunk in response.body {
                 received += Int64(chunk.readableBytes)
+                meter.add(chunk.readableBytes)
                 try writer.write(chunk)
                 progress?(writer.written, range?.length ?? sent)
                 if writer.isComplete, ignoredRange { break }
@@ -107,12 +118,14 @@ extension WebDAVStore {
                  progress: TransferProgress?) async throws(ProviderError) -> (HTTPResponseStatus, ETag?) {
         var request = connection.request("PUT", path: paths.requestPath(path),
                                          headers: headers + [("Content-Type", "application/octet-stream")])
+        let meter = TransferMeter()
         request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
-                                          unchanged: before),
+                                          unchanged: before, meter: meter),
                                length: .known(before.size))
-        let response = try await connection.stream(request)
-        do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
-        return (response.status, (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)))
+        return try await connection.stream(request, meter: meter) { response in
+            do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
+            return (response.status, (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)))
+        }
     }
 
     /// The entry of a file just uploaded, from a HEAD: Apache's PROPFIND opens the

@@ -243,9 +243,13 @@ extension WebDAVStore {
                 switch status.code {
                 case 200..<300: return
                 case 412: throw ProviderError(.filenameCollision, "\(path) already exists on the server")
-                case 403, 404, 409 where try await !exists(path.parent):
-                    // rclone answers a MOVE into a missing folder with 403: the folder went away meanwhile.
-                    throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
+                case 403, 404, 409:
+                    // rclone answers a MOVE into a missing folder with 403: only a parent that
+                    // is really gone makes it "parent missing"; else it means what it says.
+                    if try await !exists(path.parent) {
+                        throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
+                    }
+                    throw status.providerError("MOVE", path)
                 default: throw status.providerError("MOVE", path)
                 }
             case .mustMatch(let version):

@@ -32,9 +32,13 @@ public final class WebDAVStore: RemoteStore {
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
 
-    /// A store on `endpoint`, with up to `connections` kept-alive connections.
-    public init(endpoint: WebDAVEndpoint, connections: Int = 8, logger: Logger = Logger(label: "tidesync.webdav")) {
-        connection = WebDAVConnection(endpoint: endpoint, connections: connections)
+    /// A store on `endpoint`, with up to `connections` kept-alive connections; every
+    /// request is held to `limits` (a connect timeout and a low-speed limit). After the
+    /// server answers 401, the next request asks `passwordSource` for the password again.
+    public init(endpoint: WebDAVEndpoint, connections: Int = 8, limits: TransferLimits = TransferLimits(),
+                passwordSource: PasswordSource? = nil, logger: Logger = Logger(label: "tidesync.webdav")) {
+        connection = WebDAVConnection(endpoint: endpoint, connections: connections, limits: limits,
+                                      passwordSource: passwordSource)
         paths = endpoint.paths
         self.logger = logger
     }

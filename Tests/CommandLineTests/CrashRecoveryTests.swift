@@ -79,7 +79,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         process.arguments = ["run", "--once"]
         process.environment = environment
         let log = home + "/run-once.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -192,7 +192,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     static func makeBigFile(_ path: String, megabytes: Int) throws {
         var block = [UInt8](repeating: 0, count: 1 << 20)
         for index in block.indices { block[index] = UInt8(truncatingIfNeeded: index &* 31 &+ 7) }
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = try #require(FileHandle(forWritingAtPath: path))
         for chunk in 0..<megabytes {
             block[0] = UInt8(truncatingIfNeeded: chunk)

@@ -86,7 +86,7 @@ final class DaemonFixture {
         process.arguments = ["run"] + arguments
         process.environment = environment.merging(extraEnvironment) { _, new in new }
         // Kept when it exists: a test may have named its inode in JOURNAL_STREAM.
-        if !FileManager.default.fileExists(atPath: daemonLog) { FileManager.default.createFile(atPath: daemonLog, contents: nil) }
+        if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: daemonLog)
         try process.run()

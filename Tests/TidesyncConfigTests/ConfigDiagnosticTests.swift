@@ -58,6 +58,12 @@ struct ConfigDiagnosticTests {
         ("rescan_interval = true", "5:19: error: domain \"home\": rescan_interval must be a duration such as \"30s\", \"5m\" or \"1h\", found a boolean (true)."),
         ("debounce = \"0s\"", "5:12: error: domain \"home\": debounce = \"0s\" must be longer than zero."),
         ("max_delete = -1", "5:14: error: domain \"home\": max_delete must be an integer of 0 or more, found -1."),
+        ("connect_timeout = 15", "5:19: error: domain \"home\": connect_timeout = 15 has no unit; write a string with a unit, e.g. connect_timeout = \"15s\"."),
+        ("connect_timeout = \"1h\"", "5:19: error: domain \"home\": connect_timeout must be at most 10 minutes, e.g. \"15s\"."),
+        ("low_speed_limit = \"fast\"", "5:19: error: domain \"home\": low_speed_limit = \"fast\" is not a size; write a number and a unit, e.g. \"4KiB\", \"16MiB\", \"1GiB\", or a number of bytes."),
+        ("low_speed_limit = \"2GiB\"", "5:19: error: domain \"home\": low_speed_limit = \"2GiB\" is more than 1GiB per second; write the slowest acceptable speed per second, e.g. \"1KiB\", or 0 to turn the check off."),
+        ("low_speed_time = \"500ms\"", "5:18: error: domain \"home\": low_speed_time must be at least 1 second, e.g. \"30s\"."),
+        ("low_speed_time = \"0s\"", "5:18: error: domain \"home\": low_speed_time = \"0s\" must be longer than zero."),
         ("bundle_extensions = [\".app\"]", "5:22: error: domain \"home\": bundle_extensions[0] = \".app\" must be an extension without a dot, e.g. \"app\"."),
     ])
     func wrongDomainValue(line: String, expected: String) throws {

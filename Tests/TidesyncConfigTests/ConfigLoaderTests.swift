@@ -25,6 +25,9 @@ struct ConfigLoaderTests {
             rescan_interval = "2h"
             transfers = 8
             max_delete = 100
+            connect_timeout = "5s"
+            low_speed_limit = "4KiB"
+            low_speed_time = "1m"
             exclude = ["*.tmp", "build/"]
             bundle_extensions = ["app", "pages"]
 
@@ -59,6 +62,9 @@ struct ConfigLoaderTests {
         #expect(home.rescanInterval == .seconds(7200))
         #expect(home.transfers == 8)
         #expect(home.maxDelete == 100)
+        #expect(home.connectTimeout == .seconds(5))
+        #expect(home.lowSpeedLimit == ByteCount(4096))
+        #expect(home.lowSpeedTime == .seconds(60))
         #expect(home.exclude == ["*.tmp", "build/"])
         #expect(home.bundleExtensions == ["app", "pages"])
         #expect(home.placeholders == PlaceholderSettings(
@@ -77,6 +83,9 @@ struct ConfigLoaderTests {
         #expect(lab.rescanInterval == .seconds(3600))
         #expect(lab.transfers == 4)
         #expect(lab.maxDelete == 500)
+        #expect(lab.connectTimeout == .seconds(15))
+        #expect(lab.lowSpeedLimit == ByteCount(1024))
+        #expect(lab.lowSpeedTime == .seconds(30))
         #expect(lab.exclude.isEmpty)
         #expect(lab.bundleExtensions == DomainConfiguration.defaultBundleExtensions)
         #expect(lab.placeholders == PlaceholderSettings())

@@ -18,6 +18,11 @@ final class FakeDAVServer: Sendable {
         var status: Int
         var headers: [(String, String)] = []
         var body = ""
+        /// When set, the answer (head and body) is sent this many bytes a second, one
+        /// byte at a time: a server that trickles.
+        var bytesPerSecond: Int? = nil
+        /// With `bytesPerSecond`: the head is sent at once, only the body trickles.
+        var trickleBodyOnly = false
     }
 
     let port: UInt16
@@ -103,10 +108,14 @@ final class FakeDAVServer: Sendable {
             text += "\r\n" + response.body
             let bytes = Array(text.utf8)
             var sent = 0
+            let trickleFrom = response.trickleBodyOnly ? bytes.count - response.body.utf8.count : 0
             while sent < bytes.count {
-                let n = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let piece = response.bytesPerSecond == nil ? bytes.count - sent : sent < trickleFrom ? trickleFrom - sent : 1
+                let n = bytes[sent..<sent + piece].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if n <= 0 { return }
                 sent += n
+                // The pace of a trickling server, not a wait for an event.
+                if let rate = response.bytesPerSecond, sent > trickleFrom { usleep(useconds_t(1_000_000 / max(1, rate))) }
             }
         }
     }

@@ -44,7 +44,7 @@ struct WebDAVFailureTests {
     }
 
     @Test("status codes map to the engine's error codes", arguments: [
-        (401, ProviderError.Code.notAuthenticated), (403, .notAuthenticated), (404, .noSuchItem), (409, .parentMissing),
+        (401, ProviderError.Code.notAuthenticated), (403, .permissionDenied), (404, .noSuchItem), (409, .parentMissing),
         (412, .versionMismatch), (423, .locked), (507, .insufficientQuota), (500, .serverUnreachable),
         (502, .serverUnreachable), (503, .serverUnreachable), (301, .cannotSynchronize), (418, .cannotSynchronize),
     ])

@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+import SyncEngine
+import Testing
+@testable import WebDAV
+
+/// 403 is about one item, 401 about the account; after a 401 the password is read again.
+@Suite("WebDAV permissions and passwords")
+struct PermissionTests {
+    @Test("a MOVE answered 403 while its parent exists is permission denied, not parent missing")
+    func moveForbidden() async throws {
+        // A lock-mode server (it ignores If-Match but its locks work) that refuses the final MOVE.
+        let server = try FakeDAVServer { request in
+            let probe = request.path.contains(".tidesync-tmp-probe-")
+            switch request.method {
+            case "PUT" where probe && request.headers["if-match"] == nil && !request.path.hasSuffix("-b"):
+                return .init(status: 423)  // the probe's intruder, without the lock token
+            case "PUT", "MKCOL": return .init(status: 201)
+            case "MOVE" where probe: return .init(status: 412)
+            case "MOVE": return .init(status: 403)
+            case "LOCK": return .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")])
+            case "DELETE", "UNLOCK": return .init(status: 204)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        try await Self.using(store) {
+            let mode = try await store.writeGuard()
+            #expect(mode == .locks)
+            do {
+                _ = try await store.makeFolder(at: try RemotePath(["shared"]))
+                Issue.record("the refused MOVE was taken for a success")
+            } catch {
+                #expect((error as? ProviderError)?.code == .permissionDenied, "\(error)")
+                #expect((error as? ProviderError)?.disposition == .skipItem)
+            }
+        }
+    }
+
+    @Test("after a 401 the next request reads the password again, and only then")
+    func passwordReadAgain() async throws {
+        let accepted = Mutex("one")
+        let server = try FakeDAVServer { request in
+            let expected = "Basic " + Data("u:\(accepted.withLock { $0 })".utf8).base64EncodedString()
+            return request.headers["authorization"] == expected ? FakeDAVServer.emptyRoot : .init(status: 401)
+        }
+        defer { server.stop() }
+        let keyring = Mutex("one")
+        let reads = Atomic(0)
+        let store = WebDAVStore(
+            endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "one", allowInsecureHTTP: false),
+            passwordSource: { () throws(ProviderError) -> String? in
+                reads.add(1, ordering: .relaxed)
+                return keyring.withLock { $0 }
+            })
+        try await Self.using(store) {
+            _ = try await store.entry(at: .root)
+            #expect(reads.load(ordering: .relaxed) == 0, "the password given at the start is used until the server refuses it")
+            accepted.withLock { $0 = "two" }
+            do {
+                _ = try await store.entry(at: .root)
+                Issue.record("the old password was accepted")
+            } catch {
+                #expect((error as? ProviderError)?.code == .notAuthenticated, "\(error)")
+                #expect((error as? ProviderError)?.disposition == .parkDomain)
+            }
+            keyring.withLock { $0 = "two" }
+            _ = try await store.entry(at: .root)
+            #expect(reads.load(ordering: .relaxed) == 1)
+            _ = try await store.entry(at: .root)
+            #expect(reads.load(ordering: .relaxed) == 1, "read once per refusal, not per request")
+        }
+    }
+
+    /// Runs `body`, then shuts `store` down whether it threw or not (an HTTP client left
+    /// running stops the whole test process).
+    static func using(_ store: WebDAVStore, _ body: () async throws -> Void) async throws {
+        do { try await body() } catch {
+            await store.shutdown()
+            throw error
+        }
+        await store.shutdown()
+    }
+}
