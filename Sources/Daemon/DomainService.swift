@@ -52,7 +52,7 @@ public final class DomainService: Sendable {
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete),
-                        remote: RemoteBinding(domain: domain.name, location: domain.remote.identity),
+                        remote: RemoteBinding(domain: domain.name, location: domain.remoteIdentity),
                         release: monitor.deletionRelease, logger: logger)
         self.domain = domain
         self.stop = stop

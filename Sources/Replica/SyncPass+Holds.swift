@@ -57,10 +57,16 @@ extension SyncPass {
     /// The deletions of `plan` this pass holds back, with the error that parks the domain
     /// until the user confirms them; nil when nothing is held (no guard, nothing to hold,
     /// or the user released this hold).
+    ///
+    /// A side counts as emptied when none of the recorded items outside `unknown` is still
+    /// there: folders that could not be read are taken as recorded on both sides, so they
+    /// must not make an emptied side look full.
     func hold(_ plan: [SyncAction], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
-              recorded: [RemotePath: ItemRecord]) -> (hold: DeletionHold, error: ProviderError)? {
+              recorded: [RemotePath: ItemRecord], unknown: UnknownSubtrees) -> (hold: DeletionHold, error: ProviderError)? {
         guard let massDelete else { return nil }
-        let hold = DeletionHold.emptiedSide(plan, recorded: recorded, localIsEmpty: local.isEmpty, remoteIsEmpty: remote.isEmpty)
+        let localEmptied = DeletionHold.emptied(recorded: recorded, unknown: unknown) { local[$0] != nil }
+        let remoteEmptied = DeletionHold.emptied(recorded: recorded, unknown: unknown) { remote[$0] != nil }
+        let hold = DeletionHold.emptiedSide(plan, recorded: recorded, localIsEmpty: localEmptied, remoteIsEmpty: remoteEmptied)
             ?? DeletionHold.massDelete(massDelete.check(plan, recorded: recorded), plan: plan)
         if release.admits(hold), let hold {
             logger.notice("carrying out \(hold.items) held deletion(s) \(Self.place(of: hold.side)), as the user confirmed")

@@ -51,6 +51,13 @@ extension SyncPass {
             try state.apply([.setRemoteIdentity(current)])
             return nil
         case .changed(let before):
+            if before.location == current.location, try await runner.provider.store.children(of: .root).isEmpty {
+                // The same place with another, empty root: far more often a disk that is not
+                // mounted under the store (or a server whose volume is missing) than a new
+                // remote. Merging would upload everything into the wrong place.
+                throw ProviderError(.cannotSynchronize,
+                                    "the remote \(current.location) is empty and is not the one synced before (its root was replaced: \(before) before, \(current) now); sync is stopped so that nothing is uploaded to the wrong place. If it is a mount point, mount it again; to upload this folder to the new, empty remote, stop tidesync and move the domain's state DB away")
+            }
             let change = RemoteChange(from: before, to: current)
             logger.warning("\(change.message(domain: binding.domain))")
             try state.apply(forgetting(try state.allItems(), journal: try state.pendingOperations()) + [.setRemoteIdentity(current)])

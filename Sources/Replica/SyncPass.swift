@@ -80,6 +80,8 @@ public struct SyncPass: Sendable {
             logger.debug("pass phases (\(scope.label)): \(phases.map { "\($0.0) \(Int($0.1.components.attoseconds / 1_000_000_000_000_000) + Int($0.1.components.seconds) * 1000) ms" }.joined(separator: ", "))")
         }
         let remoteChange = scope.walksRemote ? try await checkRemoteIdentity() : nil
+        // After a switch no row describes the local side: it must be scanned whole.
+        let scope: PassScope = remoteChange == nil ? scope : .full
         try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
@@ -114,8 +116,8 @@ public struct SyncPass: Sendable {
         // now covers is forgotten, so a new pattern never reads as deletions.
         remote = remote.filter { !scanner.exclude.excludes($0.key) }
         let unreadable = settleUnreadable(local: observed.unreadable, remote: unlisted, before: unreadableBefore)
-        Self.takeAsRecorded(Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded),
-                            local: &observed.local, remote: &remote, recorded: recorded)
+        let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
+        Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
         // So is a record the bundle rule now reads as another kind (a folder that became a
         // bundle, or back): both sides then hold it as new, and agree by comparing.
@@ -135,7 +137,7 @@ public struct SyncPass: Sendable {
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
-        let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded)
+        let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         var report = try await runner.run(plan, context: context)
         lap("apply")

@@ -48,8 +48,8 @@ public struct DeletionHold: Sendable, Equatable {
     /// - Parameters:
     ///   - plan: the pass's steps.
     ///   - recorded: the state DB's rows by path (the root's included or not).
-    ///   - localIsEmpty: the local side, as the pass sees it, holds nothing (excluded names aside).
-    ///   - remoteIsEmpty: the remote side, as the pass sees it, holds nothing.
+    ///   - localIsEmpty: the local side, as the pass sees it, was emptied (`emptied`).
+    ///   - remoteIsEmpty: the remote side, as the pass sees it, was emptied.
     public static func emptiedSide(_ plan: [SyncAction], recorded: [RemotePath: ItemRecord],
                                    localIsEmpty: Bool, remoteIsEmpty: Bool) -> DeletionHold? {
         guard localIsEmpty != remoteIsEmpty, recorded.keys.contains(where: { !$0.isRoot }) else { return nil }
@@ -64,6 +64,22 @@ public struct DeletionHold: Sendable, Equatable {
         guard !held.isEmpty else { return nil }
         let counted = MassDeleteGuard(limit: .max).check(held.map(\.element), recorded: recorded)
         return DeletionHold(reason: .sideEmptied, side: side, items: counted.deletedItems, steps: held.map(\.offset))
+    }
+
+    /// True when a side holds none of the recorded items outside `unknown` (folders that
+    /// could not be read, taken as recorded): it was emptied, whatever new items it holds
+    /// (a server wiped but for a skeleton file, or one new upload from another client).
+    /// False when nothing outside `unknown` is recorded. Pure.
+    ///
+    /// - Parameter present: whether the side holds an item at a recorded path.
+    public static func emptied(recorded: [RemotePath: ItemRecord], unknown: UnknownSubtrees,
+                               present: (RemotePath) -> Bool) -> Bool {
+        var counted = false
+        for path in recorded.keys where !path.isRoot && !unknown.contains(path) {
+            if present(path) { return false }
+            counted = true
+        }
+        return counted
     }
 
     /// The hold of the mass-delete guard's verdict, when it exceeded its limits.

@@ -124,6 +124,18 @@ public enum RemoteLocation: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+extension DomainConfiguration {
+    /// The remote as the state DB records it (`RemoteLocation.identity`) with the account in
+    /// it (`https://alice@host/dav/`): most WebDAV servers serve every account under one
+    /// URL, and the rows of one account read against another would look deleted.
+    public var remoteIdentity: String {
+        guard case .webDAV = remote, let username, !username.isEmpty,
+              var components = URLComponents(string: remote.identity) else { return remote.identity }
+        components.user = username
+        return components.string ?? remote.identity
+    }
+}
+
 /// The `[domain.placeholders]` table.
 public struct PlaceholderSettings: Sendable, Equatable {
     /// Which files may stay dataless (default `.off`).

@@ -56,6 +56,24 @@ struct DeletionHoldTests {
         #expect(hold == DeletionHold(reason: .sideEmptied, side: .local, items: 4, steps: [0]))
     }
 
+    @Test("a side is emptied when none of its synced items is left, whatever is new there or could not be read")
+    func emptiedFromRecords() {
+        var w = World()
+        w.synced("private", .folder)
+        w.synced("private/a.txt")
+        for n in 0..<3 { w.synced("f\(n).txt") }
+        let recorded = Reconciler.paths(of: w.base)
+        let unknown = UnknownSubtrees([p("private")])
+        // The server was emptied but for a new file; its unlistable folder is taken as recorded.
+        let server: Set<RemotePath> = [p("private"), p("private/a.txt"), p("skeleton.txt")]
+        #expect(DeletionHold.emptied(recorded: recorded, unknown: unknown) { server.contains($0) })
+        #expect(!DeletionHold.emptied(recorded: recorded, unknown: UnknownSubtrees()) { server.contains($0) },
+                "a folder that was listed counts")
+        #expect(!DeletionHold.emptied(recorded: recorded, unknown: unknown) { $0 == p("f1.txt") }, "one synced file is left")
+        #expect(!DeletionHold.emptied(recorded: recorded, unknown: UnknownSubtrees([.root])) { _ in false },
+                "nothing is known outside the unreadable folders")
+    }
+
     @Test("a release covers the same hold or a smaller one, never more or the other side")
     func releaseCoverage() {
         let released = DeletionHold(reason: .sideEmptied, side: .local, items: 20, steps: [0])

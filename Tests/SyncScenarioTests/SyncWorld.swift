@@ -86,7 +86,7 @@ final class SyncWorld: @unchecked Sendable {
 
     /// A pass of a client syncing `store` into `localRoot`, with `database` as its state DB.
     static func makePass(store: any RemoteStore, database: StateDatabase, localRoot: String, transfers: Int = 4,
-                         bundles: BundleRule = .standard, host: String) -> SyncPass {
+                         bundles: BundleRule = .standard, massDelete: MassDeleteGuard? = nil, host: String) -> SyncPass {
         var logger = Logger(label: "scenario-\(host)")
         logger.logLevel = ProcessInfo.processInfo.environment["TIDESYNC_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns)
@@ -94,7 +94,7 @@ final class SyncWorld: @unchecked Sendable {
         let runner = PlanRunner(provider: provider, folder: LocalFolder(root: localRoot, bundles: bundles),
                                 transfers: transfers, logger: logger)
         return SyncPass(runner: runner, scanner: LocalScanner(root: localRoot, exclude: exclude, bundles: bundles),
-                        host: host, logger: logger)
+                        host: host, massDelete: massDelete, logger: logger)
     }
 
     /// From now on this world's passes use `bundles` (as after a change of `bundle_extensions`).

@@ -60,6 +60,31 @@ struct UnlistedFolderScenarioTests {
     }
 }
 
+extension UnlistedFolderScenarioTests {
+    /// An unlisted folder is taken as recorded on both sides; it must not make a server
+    /// emptied around it look full (the review of issue 13's items 1 and 3 found that).
+    @Test("the server emptied but for a folder it cannot list: nothing here is deleted, the deletions are held",
+          arguments: Refusal.available)
+    func emptiedAroundUnlisted(refusal: Refusal) async throws {
+        let world = try await UnlistedWorld(refusal, massDelete: MassDeleteGuard(limit: 500))
+        do {
+            for n in 0..<3 { try world.write("f\(n).txt", "\(n)") }
+            try world.write("unlistable-x/f.txt", "f")
+            _ = try await world.pass.run()
+            world.refuse()
+            for n in 0..<3 { try await world.deleteOnServer("f\(n).txt") }
+            let result = try await world.pass.run()
+            for n in 0..<3 { #expect(SyncWorld.read(world.local("f\(n).txt")) == "\(n)", "f\(n).txt was deleted here") }
+            #expect(result.held?.reason == .sideEmptied && result.held?.side == .local, "\(String(describing: result.held))")
+            #expect(result.report.parked?.code == .massDeletePaused)
+        } catch {
+            await world.close()
+            throw error
+        }
+        await world.close()
+    }
+}
+
 /// A local folder synced with a store where `unlistable-x` can be refused.
 final class UnlistedWorld: @unchecked Sendable {
     let refusal: UnlistedFolderScenarioTests.Refusal
@@ -71,7 +96,7 @@ final class UnlistedWorld: @unchecked Sendable {
     let collection: String
     static let hidden = try! RemotePath(string: "unlistable-x")
 
-    init(_ refusal: UnlistedFolderScenarioTests.Refusal) async throws {
+    init(_ refusal: UnlistedFolderScenarioTests.Refusal, massDelete: MassDeleteGuard? = nil) async throws {
         self.refusal = refusal
         collection = "u-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: scratch + "/local", withIntermediateDirectories: true)
@@ -86,7 +111,8 @@ final class UnlistedWorld: @unchecked Sendable {
             store = WebDAVStore(endpoint: try Server.endpoint(base.appendingPathComponent(collection, isDirectory: true)))
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
-        pass = SyncWorld.makePass(store: store, database: database, localRoot: scratch + "/local", host: "testhost")
+        pass = SyncWorld.makePass(store: store, database: database, localRoot: scratch + "/local", massDelete: massDelete,
+                                  host: "testhost")
     }
 
     func close() async {

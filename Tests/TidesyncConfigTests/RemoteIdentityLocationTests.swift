@@ -30,4 +30,18 @@ struct RemoteIdentityLocationTests {
             #expect(try Self.identity(other) != base, "\(other)")
         }
     }
+
+    @Test("another account on the same URL is another remote; a local-directory store has no account")
+    func account() throws {
+        let remote = try RemoteSyntax.parse("https://dav.example.com/files/", directory: "/").get()
+        func domain(_ user: String?, _ remote: RemoteLocation) -> DomainConfiguration {
+            DomainConfiguration(name: "home", localPath: "/home/a/Cloud", remote: remote, username: user)
+        }
+        #expect(domain("alice", remote).remoteIdentity == "https://alice@dav.example.com/files/")
+        #expect(domain("alice", remote).remoteIdentity != domain("bob", remote).remoteIdentity)
+        #expect(domain("a@b c", remote).remoteIdentity == "https://a%40b%20c@dav.example.com/files/", "the name is escaped")
+        #expect(domain(nil, remote).remoteIdentity == "https://dav.example.com/files/")
+        let store = try RemoteSyntax.parse("file:///srv/store", directory: "/").get()
+        #expect(domain("alice", store).remoteIdentity == "file:///srv/store")
+    }
 }
