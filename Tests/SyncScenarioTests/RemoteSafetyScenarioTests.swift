@@ -127,6 +127,28 @@ struct RemoteSafetyScenarioTests {
         }
     }
 
+    @Test("an empty store folder put where the synced one was (a disk not mounted) parks the domain; nothing is merged into it")
+    func replacedEmptyRoot() async throws {
+        try await withWorld(.localDirectory) { world in
+            for n in 0..<3 { try world.write("f\(n).txt", "file \(n)") }
+            try await Self.run(Self.guardedPass(world, store: world.store, location: "test://a"))
+            let recorded = try world.database.remoteIdentity()
+            #expect(recorded?.rootFileID != nil, "the local-directory store reports its root's inode")
+            #expect(rename(world.remoteDisk, world.remoteDisk + ".unmounted") == 0)
+            defer { try? FileManager.default.removeItem(atPath: world.remoteDisk + ".unmounted") }
+            try FileManager.default.createDirectory(atPath: world.remoteDisk, withIntermediateDirectories: false)
+            do {
+                _ = try await Self.guardedPass(world, store: world.store, location: "test://a").run()
+                Issue.record("the pass merged into an empty, replaced store folder")
+            } catch let error as ProviderError {
+                #expect(error.code == .cannotSynchronize && error.message.contains("mount"), "\(error)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).isEmpty, "nothing uploaded")
+            for n in 0..<3 { #expect(SyncWorld.read(world.local("f\(n).txt")) == "file \(n)") }
+            #expect(try world.database.remoteIdentity() == recorded, "the old rows and identity are kept")
+        }
+    }
+
     /// Chowns files a root test made on Apache's disk to Apache's user.
     static func giveToServer(_ remote: Remote, _ paths: [String]) {
         guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
