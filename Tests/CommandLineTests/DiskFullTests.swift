@@ -25,20 +25,22 @@ struct DiskFullTests {
           arguments: Store.available)
     func downloadMeetsFullDisk(_ store: Store) async throws {
         let fixture = try DaemonFixture()
-        try Self.mount(fixture.local, options: "size=2m")
+        try await Self.mount(fixture.local, options: "size=2m")
         defer { Self.unmount(fixture.local) }
         try await Self.startSynced(fixture, store: store)
         defer { if let daemon = fixture.daemon, daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
 
         // Another client saves a version larger than the sync folder's free space.
-        let new = Data((0..<3 * 1024 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) })
+        // Cheap to make (a closure per byte is seconds of a starved test thread in a debug build).
+        var new = Data(repeating: 0xA5, count: 3 << 20)
+        new.replaceSubrange(0..<Self.old.count, with: Self.old.reversed())
         try Self.writeOnServer(fixture, "big.bin", new, store: store)
         try await Self.expectParkedDiskFull(fixture)
         #expect((try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == Self.old, "the old local file changed")
         #expect(Self.temporaries(in: fixture.local).isEmpty, "partial files left: \(Self.temporaries(in: fixture.local))")
 
         // Space is freed (the file system grows): the daemon goes on by itself, no restart.
-        try Self.remount(fixture.local, options: "size=16m")
+        try await Self.remount(fixture.local, options: "size=16m")
         let arrived = try await fixture.wait(seconds: 90) {
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == new
         }
@@ -53,7 +55,7 @@ struct DiskFullTests {
           arguments: Store.available)
     func downloadFindsNoInode(_ store: Store) async throws {
         let fixture = try DaemonFixture()
-        try Self.mount(fixture.local, options: "size=16m,nr_inodes=64")
+        try await Self.mount(fixture.local, options: "size=16m,nr_inodes=64")
         defer { Self.unmount(fixture.local) }
         try await Self.startSynced(fixture, store: store)
         defer { if let daemon = fixture.daemon, daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) } }
@@ -136,14 +138,15 @@ struct DiskFullTests {
         try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
     }
 
-    static func mount(_ folder: String, options: String) throws {
-        let status = run("/bin/mount", ["-t", "tmpfs", "-o", "\(options),mode=0755", "tidesync-test", folder])
-        try #require(status == 0, "cannot mount a tmpfs on \(folder) (mount exited \(status))")
+    static func mount(_ folder: String, options: String) async throws {
+        let result = try await Binary.run("/bin/mount", ["-t", "tmpfs", "-o", "\(options),mode=0755", "tidesync-test", folder],
+                                          environment: nil)
+        try #require(result.status == 0, "cannot mount a tmpfs on \(folder): \(result.errors)")
     }
 
-    static func remount(_ folder: String, options: String) throws {
-        let status = run("/bin/mount", ["-o", "remount,\(options)", folder])
-        try #require(status == 0, "cannot grow the tmpfs on \(folder) (mount exited \(status))")
+    static func remount(_ folder: String, options: String) async throws {
+        let result = try await Binary.run("/bin/mount", ["-o", "remount,\(options)", folder], environment: nil)
+        try #require(result.status == 0, "cannot grow the tmpfs on \(folder): \(result.errors)")
     }
 
     /// Unmounts `folder`; lazily when something still holds it, so the scratch home can go.
