@@ -94,7 +94,10 @@ struct StoreFixture {
             let base = kind == .rclone ? RcloneServer.baseURL : TestServer.baseURL(kind)
             let root = try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
             let rootStore = WebDAVStore(endpoint: root, connections: 2)
-            _ = try await rootStore.makeFolder(at: RemotePath([unique]))
+            do { _ = try await rootStore.makeFolder(at: RemotePath([unique])) } catch {
+                await rootStore.shutdown()  // a client dropped unshut stops the whole test process
+                throw error
+            }
             await rootStore.shutdown()
             let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(unique, isDirectory: true),
                                               username: user, password: password, allowInsecureHTTP: false)

@@ -70,7 +70,10 @@ final class SyncWorld: @unchecked Sendable {
             collection = nil
         case .apache:
             let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
-            _ = try await root.makeFolder(at: RemotePath([unique]))
+            do { _ = try await root.makeFolder(at: RemotePath([unique])) } catch {
+                await root.shutdown()  // a client dropped unshut stops the whole test process
+                throw error
+            }
             await root.shutdown()
             let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(unique, isDirectory: true)),
                                     connections: 2 * transfers)
