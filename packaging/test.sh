@@ -100,6 +100,14 @@ export TIDESYNC_TEST_BINARY
 
 log=${TIDESYNC_TEST_LOG:-$repo/.build/tidesync-test.log}
 mkdir -p "$(dirname "$log")"
+# The pids of $1 (one a word) that are still running.
+alive_of() {
+    local pid
+    for pid in $1; do
+        if kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+    done
+}
+
 # A process and all its descendants, one pid a line.
 process_tree() {
     local pid child
@@ -113,7 +121,9 @@ say "running swift test --skip-build --disable-xctest $* (at most $test_timeout 
 : >"$log"
 # In a session of its own, so that on timeout the whole tree (swift test, the test
 # runner, the daemons it started) can be stopped at once.
-setsid swift test --skip-build --disable-xctest "$@" >"$log" 2>&1 </dev/null &
+# Line-buffered (stdbuf), so the log holds every "started" line the moment it is
+# printed: on timeout it names the tests that never finished.
+setsid stdbuf -oL -eL swift test --skip-build --disable-xctest "$@" >"$log" 2>&1 </dev/null &
 test_pid=$!
 tail -n +1 -f --pid="$test_pid" "$log" &
 tail_pid=$!
@@ -129,14 +139,14 @@ while kill -0 "$test_pid" 2>/dev/null; do
         # shellcheck disable=SC2086 # one pid a word
         kill -TERM -- "-$test_pid" $tree 2>/dev/null || true
         for _ in 1 2 3 4 5 6 7 8 9 10; do
-            alive=$(for pid in $tree; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done)
+            alive=$(alive_of "$tree")
             [[ -z "$alive" ]] && break
             sleep 1
         done
         # shellcheck disable=SC2086
         kill -KILL -- "-$test_pid" $tree 2>/dev/null || true
         sleep 1
-        alive=$(for pid in $tree; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done)
+        alive=$(alive_of "$tree")
         if [[ -n "$alive" ]]; then
             say "these processes of the run could not be stopped: $(echo $alive)"
         else
@@ -189,8 +199,12 @@ unfinished_tests() {
 if ((timed_out)); then
     hung=$(unfinished_tests)
     hung_count=$(printf '%s' "$hung" | grep -c . || true)
-    say "these tests started and never finished within $test_timeout s:"
-    printf '%s\n' "$hung" | sed 's/^/test.sh:   hung: /' >&2
+    if ((hung_count > 0)); then
+        say "these tests started and never finished within $test_timeout s:"
+        printf '%s\n' "$hung" | sed 's/^/test.sh:   hung: /' >&2
+    else
+        say "no test had started yet (swift test was still starting up)"
+    fi
     # What did finish, counted from the result lines; each hung test is a failure.
     read -r done_passed done_failed done_skipped <<<"$(plain_log | awk '
         {
