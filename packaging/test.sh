@@ -9,6 +9,11 @@
 #
 # The full output of `swift test` is kept in $TIDESYNC_TEST_LOG
 # (default: .build/tidesync-test.log).
+#
+# Time limits (seconds), well inside CI's 90 minutes: the build gets
+# $TIDESYNC_BUILD_TIMEOUT (default 2700), `swift test` $TIDESYNC_TEST_TIMEOUT
+# (default 1500). A run that outlives its limit is stopped, the tests that
+# started and never finished are named, and each counts as failed.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -29,10 +34,14 @@ fi
 
 dav_dir=""
 rclone_dir=""
+test_pid=""
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM HUP
+    if [[ -n "$test_pid" ]] && kill -0 "$test_pid" 2>/dev/null; then
+        kill -KILL -- "-$test_pid" 2>/dev/null || true
+    fi
     if [[ -n "$dav_dir" && -d "$dav_dir" ]]; then
         bash "$repo/packaging/dav-server.sh" stop "$dav_dir" || say "could not stop the Apache in $dav_dir"
         rm -rf -- "$dav_dir"
@@ -71,10 +80,18 @@ else
     export TIDESYNC_TEST_RCLONE_URL TIDESYNC_TEST_RCLONE_USER TIDESYNC_TEST_RCLONE_PASSWORD TIDESYNC_TEST_RCLONE_ROOT
 fi
 
-say "building (swift build --build-tests)"
+build_timeout=${TIDESYNC_BUILD_TIMEOUT:-2700}
+test_timeout=${TIDESYNC_TEST_TIMEOUT:-1500}
+for limit in "$build_timeout" "$test_timeout"; do
+    [[ "$limit" =~ ^[1-9][0-9]*$ ]] || fail_early "TIDESYNC_BUILD_TIMEOUT and TIDESYNC_TEST_TIMEOUT are whole seconds (got \"$limit\")"
+done
+
+say "building (swift build --build-tests, at most $build_timeout s)"
 build_rc=0
-swift build --build-tests || build_rc=$?
-if ((build_rc != 0)); then
+timeout --kill-after=30 "$build_timeout" swift build --build-tests || build_rc=$?
+if ((build_rc == 124 || build_rc == 137)); then
+    fail_early "swift build --build-tests did not finish within $build_timeout s (TIDESYNC_BUILD_TIMEOUT)" 124
+elif ((build_rc != 0)); then
     fail_early "swift build --build-tests failed (exit $build_rc)" "$build_rc"
 fi
 bin_path=$(swift build --show-bin-path) || fail_early "swift build --show-bin-path failed"
@@ -83,11 +100,67 @@ export TIDESYNC_TEST_BINARY
 
 log=${TIDESYNC_TEST_LOG:-$repo/.build/tidesync-test.log}
 mkdir -p "$(dirname "$log")"
-say "running swift test --disable-xctest $* (log: $log)"
+# The pids of $1 (one a word) that are still running.
+alive_of() {
+    local pid
+    for pid in $1; do
+        if kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+    done
+}
+
+# A process and all its descendants, one pid a line.
+process_tree() {
+    local pid child
+    echo "$1"
+    for child in $(pgrep -P "$1" 2>/dev/null); do
+        for pid in $(process_tree "$child"); do echo "$pid"; done
+    done
+}
+
+say "running swift test --skip-build --disable-xctest $* (at most $test_timeout s; log: $log)"
+: >"$log"
+# In a session of its own, so that on timeout the whole tree (swift test, the test
+# runner, the daemons it started) can be stopped at once.
+# Line-buffered (stdbuf), so the log holds every "started" line the moment it is
+# printed: on timeout it names the tests that never finished.
+setsid stdbuf -oL -eL swift test --skip-build --disable-xctest "$@" >"$log" 2>&1 </dev/null &
+test_pid=$!
+tail -n +1 -f --pid="$test_pid" "$log" &
+tail_pid=$!
+timed_out=0
+started_at=$SECONDS
+while kill -0 "$test_pid" 2>/dev/null; do
+    if ((SECONDS - started_at >= test_timeout)); then
+        timed_out=1
+        say "swift test did not finish within $test_timeout s (TIDESYNC_TEST_TIMEOUT): stopping it"
+        # The whole tree, looked up before anything dies: daemons a test started may
+        # sit in process groups of their own, and are orphaned once their parent goes.
+        tree=$(process_tree "$test_pid")
+        # shellcheck disable=SC2086 # one pid a word
+        kill -TERM -- "-$test_pid" $tree 2>/dev/null || true
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            alive=$(alive_of "$tree")
+            [[ -z "$alive" ]] && break
+            sleep 1
+        done
+        # shellcheck disable=SC2086
+        kill -KILL -- "-$test_pid" $tree 2>/dev/null || true
+        sleep 1
+        alive=$(alive_of "$tree")
+        if [[ -n "$alive" ]]; then
+            say "these processes of the run could not be stopped: $(echo $alive)"
+        else
+            say "every process of the run is stopped ($(echo $tree | wc -w))"
+        fi
+        break
+    fi
+    sleep 1
+done
 set +e
-swift test --disable-xctest "$@" 2>&1 | tee "$log"
-test_rc=${PIPESTATUS[0]}
+wait "$test_pid"
+test_rc=$?
 set -e
+wait "$tail_pid" 2>/dev/null || true
 
 # Count from Swift Testing's human-readable output. Lines look like
 #   ✔ Test run with 12 tests in 3 suites passed after 0.005 seconds.
@@ -97,7 +170,63 @@ set -e
 #   ➜ Test bar() skipped: "reason"
 # The symbol is not trusted (a pass with known issues also shows ✘): the
 # words after the test name decide. Skipped tests are in the run's total.
-summary=$(sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r$//' "$log" | awk '
+plain_log() { sed 's/\x1b\[[0-9;]*[A-Za-z]//g; s/\r$//' "$log"; }
+
+# The tests that started and never ended: "Test NAME started." without a later
+# "Test NAME passed/failed/skipped ..." (names as Swift Testing prints them).
+unfinished_tests() {
+    plain_log | awk '
+        {
+            line = $0
+            sub(/^[^A-Za-z]*/, "", line)
+            if (line !~ /^Test / || line ~ /^Test (run|case) /) next
+            if (line ~ /^Test ("[^"]*"|[^ ]+) recorded an? (known )?issue/) next
+            name = substr(line, 6)
+            if (name ~ / started\.$/) {
+                sub(/ started\.$/, "", name)
+                if (!(name in open)) order[++count] = name
+                open[name] = 1
+                next
+            }
+            if (sub(/ (passed|failed) after [0-9][^ ]* [a-z]+( with .*)?\.$/, "", name) ||
+                sub(/ skipped(\.|: ".*")$/, "", name) || sub(/ passed\.$/, "", name)) {
+                delete open[name]
+            }
+        }
+        END { for (i = 1; i <= count; i++) if (order[i] in open) print order[i] }'
+}
+
+if ((timed_out)); then
+    hung=$(unfinished_tests)
+    hung_count=$(printf '%s' "$hung" | grep -c . || true)
+    if ((hung_count > 0)); then
+        say "these tests started and never finished within $test_timeout s:"
+        printf '%s\n' "$hung" | sed 's/^/test.sh:   hung: /' >&2
+    else
+        say "no test had started yet (swift test was still starting up)"
+    fi
+    # What did finish, counted from the result lines; each hung test is a failure.
+    read -r done_passed done_failed done_skipped <<<"$(plain_log | awk '
+        {
+            line = $0
+            sub(/^[^A-Za-z]*/, "", line)
+            if (line !~ /^Test / || line ~ /^Test (run|case) /) next
+            if (line ~ /^Test ("[^"]*"|[^ ]+) recorded an? (known )?issue/) next
+            if (line ~ / passed after [0-9][^ ]* [a-z]+( with .*)?\.$/) p++
+            else if (line ~ / failed after [0-9][^ ]* [a-z]+( with .*)?\.$/) f++
+            else if (line ~ / skipped(\.|: ".*")$/) s++
+        }
+        END { printf "%d %d %d\n", p, f, s }')"
+    failed=$((done_failed + (hung_count > 0 ? hung_count : 1)))
+    if ((done_skipped > 0)); then
+        echo "$done_passed passed, $failed failed, $done_skipped skipped"
+    else
+        echo "$done_passed passed, $failed failed"
+    fi
+    exit 124
+fi
+
+summary=$(plain_log | awk '
     {
         line = $0
         sub(/^[^A-Za-z]*/, "", line)          # drop the leading symbol

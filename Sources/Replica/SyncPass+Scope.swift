@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import SyncEngine
+import SystemCalls
 
 /// How much of each side a pass looks at.
 public enum PassScope: Sendable {
@@ -131,9 +132,12 @@ extension SyncPass {
     }
 
     /// Throws unless the sync folder is there and is the folder synced before (its inode
-    /// is recorded on the root's row at the first pass). A folder deleted and made again,
-    /// or a mount point whose file system is not mounted, is empty: read as "the user
-    /// deleted everything" it would delete the remote. Sync stops instead, saying why.
+    /// and the inode's generation are recorded on the root's row at the first pass; the
+    /// generation, plus one, in the row's modification time, 0 where none is known). A
+    /// folder deleted and made again, or a mount point whose file system is not mounted, is
+    /// empty: read as "the user deleted everything" it would delete the remote. Sync stops
+    /// instead, saying why. The inode number alone does not tell: ext4 hands a folder
+    /// deleted and made again at once its old number.
     func checkRoot(_ root: ItemRecord?) throws(ProviderError) {
         var st = stat()
         guard lstat(scanner.root, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
@@ -141,13 +145,17 @@ extension SyncPass {
                                 "the sync folder \(scanner.root) is missing or not a folder; sync is stopped until it is back (was it unmounted or moved?)")
         }
         let inode = UInt64(st.st_ino)
+        let generation = InodeGeneration.of(scanner.root).map { Int64($0) + 1 } ?? 0
         guard var root else { return }
-        if let known = root.local?.inode, known != inode {
+        let knownGeneration = root.local?.modificationTimeNanoseconds ?? 0
+        if let known = root.local?.inode,
+           known != inode || (knownGeneration != 0 && generation != 0 && knownGeneration != generation) {
             throw ProviderError(.cannotSynchronize,
                                 "the sync folder \(scanner.root) is not the folder synced before (it was deleted and made again, replaced, or it is a mount point whose file system is not mounted); sync is stopped so that nothing on the server is deleted. Put the old folder back or mount it; to start over with this folder instead, stop tidesync and move the domain's state DB away")
         }
-        if root.local == nil {
-            root.local = LocalStat(inode: inode, size: 0, modificationTimeNanoseconds: 0)
+        if root.local == nil || knownGeneration == 0 && generation != 0 {
+            // The first pass, or a row from before generations were recorded.
+            root.local = LocalStat(inode: inode, size: 0, modificationTimeNanoseconds: generation)
             try runner.provider.state.apply([.upsert(root)])
         }
     }

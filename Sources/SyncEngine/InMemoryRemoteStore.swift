@@ -123,11 +123,22 @@ public final class InMemoryRemoteStore: RemoteStore, Sendable {
     public func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
                        progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
         try withState { s throws(ProviderError) in try s.checkParent(of: path) }
+        let before = Self.status(of: source)
         let content = try Content(copying: source, inlineLimit: inlineLimit, spillDirectory: spillDirectory)
         progress?(content.size, content.size)
+        // As a real store: a source changed while it was sent is not published.
+        guard before != nil, Self.status(of: source) == before else {
+            throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
+        }
         return try state.withLock { s throws(ProviderError) -> RemoteEntry in
             try write(.file, content: content, at: path, condition: condition, in: &s)
         }
+    }
+
+    /// Size, modification time and file number of `source`, or nil when it cannot be read.
+    static func status(of source: URL) -> [String]? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: source.path) else { return nil }
+        return [attributes[.size], attributes[.modificationDate], attributes[.systemFileNumber]].map { "\($0 ?? "-")" }
     }
 
     public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {

@@ -260,6 +260,23 @@ extension SyncProvider {
             }
         }
         try await removeIfPresent(scratch.building)
+        try await cleanUpMovedScratch(beside: target, scratch: scratch, token: token, base: base, host: host)
+    }
+
+    /// Another client may have moved the target's folder (or one above it) while the write
+    /// ran: the scratch collections moved along with it, out of `cleanUpScratch`'s sight.
+    /// When the folder is no longer where it was, the whole tree is searched for them (by
+    /// their token, which only this write used, so no other client's scratch is touched)
+    /// and each is cleaned up where it is now, as beside a target in that folder. Rare
+    /// (a failed bundle write whose folder moved), so the walk of the tree is affordable.
+    func cleanUpMovedScratch(beside target: RemotePath, scratch: BundleScratch, token: String, base: ETag?,
+                             host: String?) async throws(ProviderError) {
+        guard !target.parent.isRoot, try await !exists(target.parent) else { return }
+        let names: Set<String> = [scratch.building.name, scratch.aside.name]
+        let found = try await store.descendants(of: .root).filter { names.contains($0.path.name) }.map(\.path.parent)
+        for folder in Set(found) where folder != target.parent {
+            try await cleanUpScratch(beside: try folder.appending(target.name), token: token, base: base, host: host)
+        }
     }
 
     /// Records a bundle both sides agree on, with its manifest.

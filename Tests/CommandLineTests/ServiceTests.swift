@@ -74,7 +74,7 @@ final class ServiceTests {
         let listener = try DatagramListener(path: fixture.home + "/notify")
         try Data("x".utf8).write(to: URL(fileURLWithPath: fixture.local + "/x.txt"))
         // JOURNAL_STREAM names the daemon's stderr (the log file) as systemd would.
-        _ = FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
+        #expect(FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil))
         var st = stat()
         #expect(stat(fixture.daemonLog, &st) == 0)
         try fixture.startDaemon(extraEnvironment: ["NOTIFY_SOCKET": listener.path, "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"])

@@ -122,7 +122,9 @@ enum TwoClientSettings {
             #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
         }
         #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
-        if !world.leftoverScratch().isEmpty { print("two-client seed \(seed): bundle scratch left on the server: \(world.leftoverScratch())") }
+        // A bundle write cut by the other client's folder move cleans up its scratch where
+        // the move took it (`cleanUpMovedScratch`): none is left once both are quiet.
+        #expect(world.leftoverScratch().isEmpty, "seed \(seed): bundle scratch left on the server: \(world.leftoverScratch())")
         print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
         if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
         try await world.stop()
@@ -288,9 +290,8 @@ final class TwoClientWorld: @unchecked Sendable {
     /// with the folder. Apache never lists those names, so no client sees them.)
     ///
     /// tidesync's own bundle scratch folders (`.tidesync-bundle-*`) are left out too: no
-    /// client lists them as items. One is left behind when another client moves the
-    /// bundle's folder while a bundle write is under way (its clean-up looks for it where
-    /// it was) — known, not yet collected; `leftoverScratch` names them.
+    /// client lists them as items, and one exists while a bundle write is under way. Once
+    /// both clients are quiet there must be none (`leftoverScratch`, checked at the end).
     func remoteTree() -> [String: String] {
         TwoClientWorld.tree(remoteDisk).filter { entry in
             !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") || $0.hasPrefix(".tidesync-bundle-") }

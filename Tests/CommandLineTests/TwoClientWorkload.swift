@@ -130,7 +130,13 @@ struct Workload {
         let old = Self.read(fd)
         let text = content(client)
         guard ftruncate(fd, 0) == 0, Self.write(fd, text, at: 0) else { return }
-        guard Self.sameFile(fd, path) else { return }  // replaced meanwhile: our write went nowhere
+        // Even when `path` no longer names the file now (tidesync was putting a download in
+        // its place, or moving it for the other client's move), the write counts: the file
+        // it went into held the old version (read, then truncated: the user replaced it), and
+        // tidesync must bring it back (a file open for writing is exchanged back, a moved one
+        // keeps its bytes). Counting it as "went nowhere" left the old version live and the
+        // new one unknown: a loss and a "no client wrote" that never happened (seed 31337).
+        if !Self.sameFile(fd, path) { note("\(client.name)'s edit of \(file) went into the file while it was replaced or moved") }
         if let old {
             retire(old, by: "\(client.name) overwrote \(file)")
             overwritten.insert(old)

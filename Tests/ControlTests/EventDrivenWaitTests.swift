@@ -42,8 +42,9 @@ struct EventDrivenWaitTests {
         let stop = StopFlag()
         let waiting = Task { await monitor.wait(for: .seconds(3600), stop: stop) }
         stop.stop()
-        await waiting.value
-        await monitor.wait(for: .seconds(3600), stop: stop)
+        #expect(await Self.ends { await waiting.value }, "the hour-long wait did not end on the stop")
+        #expect(await Self.ends { await monitor.wait(for: .seconds(3600), stop: stop) },
+                "a wait begun after the stop did not return at once")
     }
 
     @Test func onlyStatusLineChangesAreSignalled() {
@@ -70,12 +71,12 @@ struct EventDrivenWaitTests {
                                     logger: Logger(label: "test"))
         let running = Task { await supervisor.run() }
         supervisor.stop()
-        await running.value
+        #expect(await Self.ends { await running.value }, "the supervisor did not return when stopped")
         // Stopped before it ran: run returns at once.
         let early = Supervisor(configuration: configuration([], directory: directory), allowMassDelete: false,
                                logger: Logger(label: "test"))
         early.stop()
-        await early.run()
+        #expect(await Self.ends { await early.run() }, "a supervisor stopped before it ran did not return")
     }
 
     @Test func aDomainThatCannotOpenIsSignalledParkedAndStopsAtOnce() async throws {
@@ -86,12 +87,42 @@ struct EventDrivenWaitTests {
                                     logger: Logger(label: "test"))
         let running = Task { await supervisor.run() }
         // The status listener wakes when the domain parks: no polling here either.
-        for await _ in supervisor.statusChanges.stream() {
-            let phase = supervisor.domains.first?.monitor.snapshot().phase
-            if case .parked = phase { break }
+        let parked = await Self.ends {
+            for await _ in supervisor.statusChanges.stream() {
+                if case .parked = supervisor.domains.first?.monitor.snapshot().phase { return }
+            }
+        }
+        #expect(parked, "no status change signalled the domain parked")
+        if case .parked(let error, _, _)? = supervisor.domains.first?.monitor.snapshot().phase {
+            #expect(error.message.contains("no-such-folder"), "parked for another reason: \(error.message)")
+        } else {
+            Issue.record("the domain is not parked: \(String(describing: supervisor.domains.first?.monitor.snapshot().phase))")
         }
         supervisor.stop()
-        await running.value
+        #expect(await Self.ends { await running.value }, "the supervisor with a parked domain did not return when stopped")
+    }
+
+    /// True when `body` returns within `limit` (far more than an event-driven wait needs,
+    /// far less than the hour the waits here are given): a wait that would only end on a
+    /// timer fails here, named, instead of running into the suite's time limit.
+    static func ends(within limit: Duration = .seconds(20), _ body: @escaping @Sendable () async -> Void) async -> Bool {
+        let (outcomes, continuation) = AsyncStream<Bool>.makeStream()
+        let work = Task {
+            await body()
+            continuation.yield(true)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            continuation.yield(false)
+        }
+        var ended = false
+        for await outcome in outcomes {
+            ended = outcome
+            break
+        }
+        timer.cancel()
+        if !ended { work.cancel() }
+        return ended
     }
 
     @Test func readyAndTheFirstLineGoAtOnceAndAnUnchangedLineIsNotSentAgain() {

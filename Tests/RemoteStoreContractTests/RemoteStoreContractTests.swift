@@ -242,23 +242,27 @@ struct RemoteStoreContractTests {
                     try? handle.close()
                 }
             }
+            // The source changed under the upload: it must be cut short (never published).
             do {
                 _ = try await f.store.upload(from: source, to: p("doc.bin"), condition: .mustMatch(old.etag!), progress: progress)
+                Issue.record("\(kind): the upload of a source changed while it was sent succeeded")
             } catch let error as ProviderError {
                 #expect(error.code == .cannotSynchronize, "\(error)")
             }
             // Booleans, not the Data values: a failed #expect diffs its operands, which takes
             // forever for megabytes.
-            if let onDisk, let seen = halfway.withLock({ $0 }) {
+            let seen = halfway.withLock { $0 }
+            #expect(seen != nil, "\(kind): the upload never reported reaching its half, so the source was never changed")
+            if let onDisk, let seen {
                 let untouched = seen == Data("the old version".utf8)
                 #expect(untouched, "halfway through the upload \(onDisk) held \(seen.count) bytes, not the old version")
             }
             let target = f.scratch.appendingPathComponent("after.bin")
             _ = try await f.store.download(p("doc.bin"), range: nil, version: nil, to: target, progress: nil)
             let after = try Data(contentsOf: target, options: .alwaysMapped)
-            var isWhole = after == Data("the old version".utf8)
-            if !isWhole { isWhole = try LargeFileContractTests.filesEqual(target, whole) }
-            #expect(isWhole, "after the cut upload the file holds \(after.count) bytes, neither version")
+            let isOld = after == Data("the old version".utf8)
+            let isNew = try !isOld && LargeFileContractTests.filesEqual(target, whole)
+            #expect(isOld, "after the cut upload the file holds \(after.count) bytes: \(isNew ? "the new version, published although the upload was cut" : "neither version")")
             #expect(try await f.store.children(of: .root).map(\.path) == [p("doc.bin")])
         }
     }

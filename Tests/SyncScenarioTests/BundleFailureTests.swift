@@ -120,20 +120,59 @@ struct BundleFailureTests {
             try await world.sync()
             let old = BundleScenarioTests.serverManifest(world, "Gone.app")
             let record = try #require(try BundleScenarioTests.row(world, "Gone.app"))
-            for writes in 0..<5 {
+            #expect(!old.isEmpty)
+            var outcomes: [String] = []
+            for writes in 0..<40 {
                 let token = UUID().uuidString
-                let crashing = SyncProvider(store: CrashingStore(world.store, writes: writes), state: world.database)
+                let store = CrashingStore(world.store, writes: writes)
+                let crashing = SyncProvider(store: store, state: world.database)
                 var finished = false
                 do {
                     try await crashing.deleteRemote(p("Gone.app"), version: record.remoteETag, item: record.id, scratchToken: token, operation: nil)
                     finished = true
-                } catch {}
+                } catch {
+                    // Only the cut itself may stop it: any other failure is a defect of the deletion.
+                    let cut = (error as? ProviderError).map { $0.code == .serverUnreachable && $0.message == "crashed" } ?? false
+                    #expect(store.crashed && cut, "cut after \(writes) requests: the deletion failed otherwise: \(error)")
+                }
+                // The restart.
                 try await world.provider.cleanUpScratch(beside: p("Gone.app"), token: token, base: record.remoteETag, host: "testhost")
                 let now = BundleScenarioTests.serverManifest(world, "Gone.app")
-                #expect(now == old || now.isEmpty, "cut after \(writes) requests: a part of the bundle is left")
-                #expect(Self.scratchNames(world).isEmpty, "cut after \(writes) requests: scratch left")
-                if finished { #expect(now.isEmpty); break }
+                let state = now == old ? "old" : now.isEmpty ? "gone" : "PART"
+                outcomes.append("\(writes):\(state)")
+                #expect(state != "PART", "cut after \(writes) requests: a part of the bundle is left: \(now.keys.sorted())")
+                #expect(Self.scratchNames(world).isEmpty, "cut after \(writes) requests: scratch left: \(Self.scratchNames(world))")
+                if finished {
+                    #expect(state == "gone", "the deletion finished, yet the server holds \(now.keys.sorted())")
+                    break
+                }
+                #expect(state == "old", "cut after \(writes) requests, the bundle is gone although the deletion did not finish")
             }
+            // It did end: a deletion that never finishes (or never deletes) fails here.
+            #expect(outcomes.last?.hasSuffix(":gone") == true, "\(outcomes)")
+            #expect(!FileManager.default.fileExists(atPath: world.onServer("Gone.app")), "Gone.app is still on the server")
+            print("bundle deletion cut off (\(remote)): \(outcomes.joined(separator: " "))")
+        }
+    }
+
+    @Test("scratch that moved with its folder (another client moved it mid-write) is found and cleaned up", arguments: Remote.available)
+    func movedScratch(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            // As if: we were building a new version of d/New.app and had the old version of
+            // d/Old.app set aside, when another client moved the folder d to e.
+            try world.makeServerFolder("d")
+            let built = try BundleScratch(beside: p("d/New.app"), token: "T2")
+            _ = try await world.store.makeFolder(at: built.building)
+            _ = try await world.store.makeFolder(at: try built.building.appending("Contents"))
+            try world.writeOnServer("d/Old.app/Contents/member-0.txt", "old")
+            let aside = try BundleScratch(beside: p("d/Old.app"), token: "T3")
+            _ = try await world.store.move(p("d/Old.app"), to: aside.aside, version: nil)
+            _ = try await world.store.move(p("d"), to: p("e"), version: nil)
+            try await world.provider.cleanUpScratch(beside: p("d/New.app"), token: "T2", base: nil, host: "testhost")
+            try await world.provider.cleanUpScratch(beside: p("d/Old.app"), token: "T3", base: nil, host: "testhost")
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.onServer("e")).sorted()
+            #expect(names == ["Old.app"], "the folder e holds \(names)")
+            #expect(SyncWorld.read(world.onServer("e/Old.app/Contents/member-0.txt")) == "old", "the version set aside is back in place")
         }
     }
 
