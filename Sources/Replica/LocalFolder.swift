@@ -9,6 +9,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ContentHash
 import Foundation
 import SyncEngine
 import SystemCalls
@@ -55,6 +56,29 @@ public struct LocalFolder: Sendable {
     /// A fresh temporary file name in the folder of `path` (nothing is created).
     public func temporaryURL(beside path: RemotePath) -> URL {
         URL(fileURLWithPath: absolute(path.parent) + "/" + Self.temporaryPrefix + UUID().uuidString)
+    }
+
+    /// The temporary file a download of `version` of `path` is written to, found again by
+    /// the next attempt to resume it: `.tidesync-part-` and a name-based (version 5) UUID
+    /// from a SHA-256 of the name and the version. A fresh temporary is a random (version 4)
+    /// UUID, so `isResumablePart` tells the two apart; another version gets another name.
+    public func partURL(beside path: RemotePath, version: ETag) -> URL {
+        var digest = ContentDigest(.sha256)
+        digest.update(Array("tidesync-part\u{0}\(path.name)\u{0}\(version.value)".utf8))
+        let hex = Array(digest.hex().utf8)
+        var bytes = (0..<16).map { UInt8(String(decoding: hex[2 * $0 ..< 2 * $0 + 2], as: UTF8.self), radix: 16) ?? 0 }
+        bytes[6] = bytes[6] & 0x0F | 0x50
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return URL(fileURLWithPath: absolute(path.parent) + "/" + Self.temporaryPrefix + uuid.uuidString)
+    }
+
+    /// True for a part a download may resume (`partURL`), false for a fresh temporary.
+    public static func isResumablePart(_ name: String) -> Bool {
+        guard isTemporary(name) else { return false }
+        let token = name.dropFirst(temporaryPrefix.count)
+        return token[token.index(token.startIndex, offsetBy: 14)] == "5"
     }
 
     /// Moves the downloaded `temporary` to `path`, giving it `modificationDate`; `replacing`
