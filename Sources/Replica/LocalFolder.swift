@@ -190,6 +190,8 @@ public struct LocalFolder: Sendable {
         let (entries, unreadable) = try children(of: folder)
         var emptied = !unreadable
         for child in entries {
+            // A download's part kept for resuming is ours and goes with its folder.
+            if Self.isResumablePart(child.path.name), unlink(absolute(child.path)) == 0 || errno == ENOENT { continue }
             guard isUnchanged(child) else { emptied = false; continue }
             if child.kind == .folder {
                 if try deleteContents(of: child.path, isUnchanged: isUnchanged), rmdir(absolute(child.path)) == 0 { continue }

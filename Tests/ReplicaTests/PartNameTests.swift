@@ -34,3 +34,24 @@ struct PartNameTests {
         #expect(!LocalFolder.isResumablePart("big.bin"))
     }
 }
+
+extension PartNameTests {
+    @Test("a folder deleted on the server goes with a part kept in it; a file nobody recorded stays")
+    func partGoesWithItsFolder() throws {
+        let root = NSTemporaryDirectory() + "parts-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let local = LocalFolder(root: root)
+        let docs = try RemotePath(["docs"])
+        try FileManager.default.createDirectory(atPath: root + "/docs", withIntermediateDirectories: true)
+        let part = local.partURL(beside: try RemotePath(["docs", "big.bin"]), version: ETag(value: "v1"))
+        try Data("start of big.bin".utf8).write(to: part)
+        // Nothing in it is recorded: only the part, which is ours, may go.
+        #expect(try local.delete(docs, expected: nil) { _ in false })
+        #expect(!FileManager.default.fileExists(atPath: root + "/docs"))
+
+        try FileManager.default.createDirectory(atPath: root + "/docs", withIntermediateDirectories: true)
+        try Data("new here".utf8).write(to: URL(fileURLWithPath: root + "/docs/new.txt"))
+        #expect(try !local.delete(docs, expected: nil) { _ in false })
+        #expect(FileManager.default.fileExists(atPath: root + "/docs/new.txt"))
+    }
+}
