@@ -9,7 +9,7 @@ import SyncEngine
 
 extension PlanRunner {
     /// The temporary file `step` writes: for a download of a file of known, strong version
-    /// the part named by item and version (`LocalFolder.partURL`), which a later attempt
+    /// the part named by its name and version (`LocalFolder.partURL`), which a later attempt
     /// resumes; otherwise a fresh one. Nil for steps that write none.
     func temporaryURL(for step: SyncAction, remote: [RemotePath: RemoteEntry]) -> URL? {
         guard step.needsTemporary else { return nil }
