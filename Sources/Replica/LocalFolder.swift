@@ -3,7 +3,7 @@
 // engine, given the remote mtime, and renamed into place only while the target still has the
 // stat the plan saw (or, for a new file, while nothing is there: link(2) refuses to replace);
 // the folder is fsynced after the rename. A crash leaves at most the temporary file, which
-// the journal names and the next pass removes.
+// the journal names and the next pass removes — or, a download's part (`partURL`), resumes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
