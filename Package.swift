@@ -41,7 +41,7 @@ let package = Package(
         // Content digests, pure; fast in debug builds too (the test suite hashes bundles).
         .target(name: "ContentHash", swiftSettings: [.unsafeFlags(["-O"])]),
         .target(name: "Replica", dependencies: [
-            "SyncEngine", "SyncModel", "SystemCalls", .product(name: "Logging", package: "swift-log"),
+            "SyncEngine", "SyncModel", "ContentHash", "SystemCalls", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "TidesyncConfig", dependencies: [
             "SyncModel",

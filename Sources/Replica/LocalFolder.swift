@@ -3,12 +3,13 @@
 // engine, given the remote mtime, and renamed into place only while the target still has the
 // stat the plan saw (or, for a new file, while nothing is there: link(2) refuses to replace);
 // the folder is fsynced after the rename. A crash leaves at most the temporary file, which
-// the journal names and the next pass removes.
+// the journal names and the next pass removes — or, a download's part (`partURL`), resumes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ContentHash
 import Foundation
 import SyncEngine
 import SystemCalls
@@ -55,6 +56,29 @@ public struct LocalFolder: Sendable {
     /// A fresh temporary file name in the folder of `path` (nothing is created).
     public func temporaryURL(beside path: RemotePath) -> URL {
         URL(fileURLWithPath: absolute(path.parent) + "/" + Self.temporaryPrefix + UUID().uuidString)
+    }
+
+    /// The temporary file a download of `version` of `path` is written to, found again by
+    /// the next attempt to resume it: `.tidesync-part-` and a name-based (version 5) UUID
+    /// from a SHA-256 of the name and the version. A fresh temporary is a random (version 4)
+    /// UUID, so `isResumablePart` tells the two apart; another version gets another name.
+    public func partURL(beside path: RemotePath, version: ETag) -> URL {
+        var digest = ContentDigest(.sha256)
+        digest.update(Array("tidesync-part\u{0}\(path.name)\u{0}\(version.value)".utf8))
+        let hex = Array(digest.hex().utf8)
+        var bytes = (0..<16).map { UInt8(String(decoding: hex[2 * $0 ..< 2 * $0 + 2], as: UTF8.self), radix: 16) ?? 0 }
+        bytes[6] = bytes[6] & 0x0F | 0x50
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return URL(fileURLWithPath: absolute(path.parent) + "/" + Self.temporaryPrefix + uuid.uuidString)
+    }
+
+    /// True for a part a download may resume (`partURL`), false for a fresh temporary.
+    public static func isResumablePart(_ name: String) -> Bool {
+        guard isTemporary(name) else { return false }
+        let token = name.dropFirst(temporaryPrefix.count)
+        return token[token.index(token.startIndex, offsetBy: 14)] == "5"
     }
 
     /// Moves the downloaded `temporary` to `path`, giving it `modificationDate`; `replacing`
@@ -166,6 +190,8 @@ public struct LocalFolder: Sendable {
         let (entries, unreadable) = try children(of: folder)
         var emptied = !unreadable
         for child in entries {
+            // A download's part kept for resuming is ours and goes with its folder.
+            if Self.isResumablePart(child.path.name), unlink(absolute(child.path)) == 0 || errno == ENOENT { continue }
             guard isUnchanged(child) else { emptied = false; continue }
             if child.kind == .folder {
                 if try deleteContents(of: child.path, isUnchanged: isUnchanged), rmdir(absolute(child.path)) == 0 { continue }

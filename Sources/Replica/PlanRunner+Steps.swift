@@ -148,7 +148,9 @@ extension PlanRunner {
                           operation: Int64?, temporary: URL, context: Context,
                           progress: TransferProgress?) async throws(ProviderError) {
         if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
-        let etag = try await provider.download(path, version: version, into: temporary, progress: progress)
+        let etag = try await provider.download(path, version: version, into: temporary,
+                                               resuming: LocalFolder.isResumablePart(temporary.lastPathComponent),
+                                               progress: progress)
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: etag)
         let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
         entry.etag = etag ?? entry.etag

@@ -125,7 +125,11 @@ public final class PlanRunner: Sendable {
         var done: [StateChange] = []
         for operation in try provider.state.pendingOperations() {
             let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload)
-            if let temporary = entry?.temporary { removeTemporary(temporary) }
+            // A part a download may resume is left to the pass's sweep, which keeps it only
+            // for a download the new plan makes of the same version.
+            if let temporary = entry?.temporary, !LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
+                removeTemporary(temporary)
+            }
             if operation.attempts == 0, entry?.scratch != nil { continue }  // `recoverRemote` finishes it
             if operation.attempts > 0, let entry {
                 if let older = failures[entry.path] { done.append(.completeOperation(older.id)) }
@@ -174,7 +178,7 @@ public final class PlanRunner: Sendable {
     /// written; step failures are in the report.
     public func run(_ plan: [SyncAction], context: Context) async throws(ProviderError) -> RunReport {
         guard !plan.isEmpty else { return RunReport() }
-        let temporaries: [URL?] = plan.map { $0.needsTemporary ? folder.temporaryURL(beside: $0.path) : nil }
+        let temporaries: [URL?] = plan.map { temporaryURL(for: $0, remote: context.remote) }
         let scratches: [String?] = plan.map { $0.writesRemoteBundle(folder.bundles) ? UUID().uuidString : nil }
         let operations = try journal(plan, temporaries: temporaries, scratches: scratches)
         var schedule = PlanSchedule(plan)
@@ -287,7 +291,10 @@ public final class PlanRunner: Sendable {
     /// Books a failed step: the domain parks, the item backs off, or the next plan decides.
     private func handle(_ error: ProviderError, of step: SyncAction, operation: Int64?, temporary: URL?, scratch: String?,
                         context: Context, report: inout RunReport) {
-        if let temporary { removeTemporary(temporary.path) }
+        // A download cut by the network or a stop keeps its part for the next attempt.
+        if let temporary, !(LocalFolder.isResumablePart(temporary.lastPathComponent) && Self.keepsPart(error)) {
+            removeTemporary(temporary.path)
+        }
         var changes: [StateChange] = []
         // An entry naming remote scratch collections stays until `recoverRemote` has
         // cleaned them up (the step's own clean-up may not have reached the server).

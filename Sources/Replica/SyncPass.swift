@@ -89,7 +89,14 @@ public struct SyncPass: Sendable {
         let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
         var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.first { $0.id == .root }, recorded: recorded)
+        var parts: [String] = []
         for temporary in observed.temporaries {
+            // A part a download may resume waits for the plan (a full pass removes those no
+            // step resumes; a partial one leaves them to the next full pass).
+            if LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
+                if scope.isFull && scope.walksRemote { parts.append(temporary) }
+                continue
+            }
             // A download's folder was moved away with its temporary inside: the step that
             // made it is over (passes do not overlap), so it is only clutter.
             logger.info("removing the leftover temporary file \(temporary)")
@@ -130,6 +137,7 @@ public struct SyncPass: Sendable {
         var plan = Reconciler.plan(base: kept, local: observed.local, remote: remote, now: provider.clock.now(), host: host)
         plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
         lap("plan")
+        runner.sweepParts(parts, plan: plan, remote: remote)
         guard !plan.isEmpty else {
             _ = release.admits(nil)
             return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,

@@ -35,6 +35,13 @@ public protocol RemoteStore: Sendable {
     func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                   progress: TransferProgress?) async throws(ProviderError) -> ETag?
 
+    /// Writes the whole file at `path` to `destination`, which may hold the start of
+    /// `version` left by a download that was cut: a store that can goes on from there
+    /// (only while the server still has `version`), any other starts over. Otherwise as
+    /// `download(_:range:version:to:progress:)`.
+    func download(_ path: RemotePath, version: ETag?, resumingInto destination: URL,
+                  progress: TransferProgress?) async throws(ProviderError) -> ETag?
+
     /// Stores the local file `source` at `path`, streamed, guarded by `condition`.
     /// Returns the entry as the store now lists it.
     func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
@@ -75,6 +82,12 @@ extension RemoteStore {
     /// Stores that never list a part of a tree: `descendants`, with nothing unlisted.
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         RemoteListing(entries: try await descendants(of: path))
+    }
+
+    /// Stores that cannot resume a download start over.
+    public func download(_ path: RemotePath, version: ETag?, resumingInto destination: URL,
+                         progress: TransferProgress?) async throws(ProviderError) -> ETag? {
+        try await download(path, range: nil, version: version, to: destination, progress: progress)
     }
 
     /// Stores without a server-side copy say so.

@@ -122,9 +122,12 @@ extension SyncProvider {
 
     /// Downloads the file at `path` into `destination` (a new file the caller owns, fsynced),
     /// only if it still has `version`. Returns the version the bytes belong to.
-    public func download(_ path: RemotePath, version: ETag?, into destination: URL,
+    /// With `resuming`, `destination` may hold the start of `version` from a cut download,
+    /// which the store goes on from when it can.
+    public func download(_ path: RemotePath, version: ETag?, into destination: URL, resuming: Bool = false,
                          progress: TransferProgress? = nil) async throws(ProviderError) -> ETag? {
-        try await store.download(path, range: nil, version: version, to: destination, progress: progress)
+        if resuming { return try await store.download(path, version: version, resumingInto: destination, progress: progress) }
+        return try await store.download(path, range: nil, version: version, to: destination, progress: progress)
     }
 }
 
