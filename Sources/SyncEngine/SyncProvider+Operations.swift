@@ -70,6 +70,12 @@ extension SyncProvider {
     public func deleteRemote(_ path: RemotePath, version: ETag?, item: ItemIdentifier, scratchToken: String? = nil,
                              operation: Int64?) async throws(ProviderError) {
         guard let record = try state.item(item) else {
+            // No row says what a folder held when the plan was made, and a folder's own ETag
+            // does not change with what is written deep inside it: deleted whole, another
+            // client's files in it would go too. It is kept; the next pass decides again.
+            if try await isFolderOnServer(path) {
+                throw ProviderError(.deletionRejected, "\(path) is no longer recorded here; the folder is kept on the server and looked at again")
+            }
             try await deleteIfPresent(path, version: version)
             try commit([], completing: operation, foldersChanged: false)
             return
@@ -81,6 +87,16 @@ extension SyncProvider {
             try await deleteIfPresent(path, version: version)
         }
         try forget(item, operation: operation)
+    }
+
+    /// True when the server holds a folder (or a bundle) at `path`.
+    private func isFolderOnServer(_ path: RemotePath) async throws(ProviderError) -> Bool {
+        do {
+            let kind = try await store.entry(at: path).kind
+            return kind == .folder || kind == .bundle
+        } catch where error.code == .noSuchItem {
+            return false
+        }
     }
 
     private func deleteIfPresent(_ path: RemotePath, version: ETag?) async throws(ProviderError) {

@@ -101,4 +101,22 @@ struct ProviderSurfaceTests {
             }
         }
     }
+
+    /// A folder delete whose row is gone has nothing to check the server's subtree against
+    /// (its own ETag does not change with deep writes): found by the review of issue 13, item 4.
+    @Test("a folder delete with no row left keeps the folder and another client's file in it", arguments: Remote.available)
+    func unrecordedFolderDelete(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("d/mine.txt", "mine")
+            try await world.sync()
+            let folder = try #require(try world.database.allItems().first { $0.name == "d" })
+            try SyncWorld.write(world.onServer("d/theirs.txt"), "another client's file")
+            world.giveToServer("d/theirs.txt")
+            try world.database.apply([.remove(folder.id)])
+            await #expect(throws: ProviderError.self) {
+                try await world.provider.deleteRemote(try RemotePath(string: "d"), version: nil, item: folder.id, operation: nil)
+            }
+            #expect(SyncWorld.read(world.onServer("d/theirs.txt")) == "another client's file")
+        }
+    }
 }
