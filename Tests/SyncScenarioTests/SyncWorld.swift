@@ -177,7 +177,9 @@ final class SyncWorld: @unchecked Sendable {
                 Issue.record("step at \(failure.path) failed: \(failure.error)", sourceLocation: sourceLocation)
             }
             if let parked = result.report.parked { Issue.record("domain parked: \(parked)", sourceLocation: sourceLocation) }
-            if result.steps == 0 { return results }
+            // A file held back (some process had it open for writing, such as a child another
+            // test forked at that moment) is not agreement yet: the daemon looks again.
+            if result.steps == 0 && result.heldBack.isEmpty { return results }
             results.append(result)
         }
         Issue.record("no agreement after \(maxPasses) passes", sourceLocation: sourceLocation)

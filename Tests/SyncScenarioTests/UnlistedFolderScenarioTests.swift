@@ -40,7 +40,9 @@ struct UnlistedFolderScenarioTests {
         try world.write("unlistable-x/f.txt", "f 2, while unlisted")
         try await world.deleteOnServer("unlistable-x/deep/g.txt")
         var last = try await world.pass.run()
-        for _ in 0..<3 where last.steps > 0 { last = try await world.pass.run() }
+        // Held back: a child another test forked may hold the new file open for a moment.
+        for _ in 0..<6 where last.steps > 0 || !last.heldBack.isEmpty { last = try await world.pass.run() }
+        #expect(last.heldBack.isEmpty, "still held back: \(last.heldBack)")
 
         #expect(last.report.failed.isEmpty && last.report.parked == nil)
         #expect(SyncWorld.read(world.local("unlistable-x/deep/g.txt")) == "g", "a file below the unlisted folder was deleted locally")
