@@ -115,7 +115,8 @@ final class StatusCommandTests {
         // Both sides change before the start: the first pass sees them; no polling needed.
         try fixture.configure(poll: "1h")
         try Data("base".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
-        #expect(try await fixture.tidesync(["run", "--once"]).status == 0)
+        let synced = try await fixture.tidesync(["run", "--once"])
+        #expect(synced.status == 0, "\(synced.errors)")
         try Data("mine, longer".utf8).write(to: URL(fileURLWithPath: fixture.local + "/report.txt"))
         try Data("theirs".utf8).write(to: URL(fileURLWithPath: fixture.remoteDisk + "/report.txt"))
         try fixture.startDaemon()
@@ -253,16 +254,70 @@ final class PrivateApache {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Runs `arguments` through /bin/sh and waits for its pid. Not `Process`: Foundation
-    /// watches a child through a descriptor the daemonized Apache inherits and never closes, so
-    /// `waitUntilExit` would wait for Apache's end.
+    /// Runs `arguments` and waits for its pid, stdin and stdout on /dev/null and stderr in a
+    /// log. Not `Process`: Foundation watches a child through a descriptor the daemonized Apache
+    /// inherits and never closes, so `waitUntilExit` would wait for Apache's end. Not `system`
+    /// either: its child inherits every descriptor the test process has open without
+    /// `O_CLOEXEC` (Foundation's `Data.write` opens so), and an Apache started at the moment
+    /// another test writes a file kept that file open for writing for the rest of its life, so
+    /// the daemon under test held it back as "still open for writing" (the fresh-clone flakes
+    /// of issue 13). Every descriptor above 2 is closed in the child.
     static func shell(_ arguments: [String], environment: [String: String] = [:]) throws -> Binary.Result {
         let log = NSTemporaryDirectory() + "tidesync-pa-" + UUID().uuidString + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let variables = environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
-        let status = system("\(variables.isEmpty ? "" : "env " + variables + " ")\(quoted) </dev/null >/dev/null 2>\(log)")
+        var merged = ProcessInfo.processInfo.environment
+        merged.merge(environment) { _, given in given }
+        let status = try spawnClosingDescriptors(arguments, environment: merged, stderr: log)
         let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         return Binary.Result(status: status == 0 ? 0 : 1, output: "", errors: errors)
+    }
+}
+
+/// Runs `arguments` (the first looked up in PATH) to its end with nothing inherited but
+/// stdin and stdout on /dev/null and stderr appended to `stderr`; its wait status.
+func spawnClosingDescriptors(_ arguments: [String], environment: [String: String], stderr: String) throws -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+    // glibc ≥ 2.34 has it, but its header hides it from Swift's Glibc module.
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(nil /* RTLD_DEFAULT */, "posix_spawn_file_actions_addclosefrom_np") else {
+        throw ControlFailure(.failed, "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later is needed)")
+    }
+    guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 else {
+        throw ControlFailure(.failed, "posix_spawn_file_actions_addclosefrom_np failed")
+    }
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+    guard spawned == 0 else { throw ControlFailure(.failed, "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return status
+}
+
+@Suite("children the tests start")
+struct SpawnedChildTests {
+    @Test("a child started by spawnClosingDescriptors inherits no file the test process has open for writing")
+    func inheritsNothing() throws {
+        let folder = NSTemporaryDirectory() + "tidesync-spawn-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // FileHandle opens without O_CLOEXEC, as Data.write does.
+        #expect(FileManager.default.createFile(atPath: folder + "/held.txt", contents: nil))
+        let held = try #require(FileHandle(forWritingAtPath: folder + "/held.txt"))
+        defer { try? held.close() }
+        let listing = folder + "/fds.txt"
+        let status = try spawnClosingDescriptors(["/bin/sh", "-c", "ls -l /proc/$$/fd/ > '\(listing)'"], environment: [:],
+                                                 stderr: folder + "/err.txt")
+        #expect(status == 0)
+        let descriptors = try String(contentsOfFile: listing, encoding: .utf8)
+        #expect(descriptors.contains("fds.txt"), "the listing is not of the child: \(descriptors)")
+        #expect(!descriptors.contains("held.txt"), "the child inherited the test's open file: \(descriptors)")
     }
 }
