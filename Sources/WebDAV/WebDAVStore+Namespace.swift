@@ -55,6 +55,14 @@ extension WebDAVStore {
             }
             return
         }
+        if let version, mode == .conditionsUnderLocks {
+            try await withConditionLock(path, version: version, removes: true) { (ifHeader: String) throws(ProviderError) in
+                try await guarded("DELETE", path, condition: .mustMatch(version)) { () throws(ProviderError) in
+                    try await connection.send(connection.request("DELETE", path: paths.requestPath(path), headers: [("If", ifHeader)])).status
+                }
+            }
+            return
+        }
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
             try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
                                                          headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status

@@ -66,6 +66,40 @@ struct RemoteStoreContractTests {
         }
     }
 
+    @Test("two clients replacing one file at once from the same version: one lands, the other is told", arguments: StoreKind.available)
+    func concurrentReplaces(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let other = try f.otherClient()
+            defer { Task { await f.close(client: other) } }
+            // Bodies big enough that the two PUTs overlap on the server: Apache checked both
+            // If-Match headers before either body was written, and answered both 204.
+            let size = 8 << 20
+            let mine = f.scratch.appendingPathComponent("mine"), theirs = f.scratch.appendingPathComponent("theirs")
+            try Data(repeating: UInt8(ascii: "m"), count: size).write(to: mine)
+            try Data(repeating: UInt8(ascii: "t"), count: size).write(to: theirs)
+            for round in 0..<3 {
+                let base = try await f.put(p("doc-\(round).txt"), "the version both start from")
+                async let first = Self.outcome { try await f.store.upload(from: mine, to: p("doc-\(round).txt"), condition: .mustMatch(base.etag!), progress: nil) }
+                async let second = Self.outcome { try await other.upload(from: theirs, to: p("doc-\(round).txt"), condition: .mustMatch(base.etag!), progress: nil) }
+                let outcomes = await [first, second]
+                let landed = outcomes.filter { $0 == nil }.count
+                #expect(landed == 1, "round \(round): \(outcomes.map { $0.map { "\($0.code)" } ?? "landed" }) — a version was lost without a word")
+                for case let code? in outcomes.map({ $0?.code }) {
+                    #expect(code == .versionMismatch || code == .locked, "round \(round): \(code)")
+                }
+                let text = try await f.read(p("doc-\(round).txt"))
+                #expect(text.count == size && text.first == (outcomes[0] == nil ? "m" : "t"), "round \(round): the server holds the one that was told it lost")
+            }
+        }
+    }
+
+    /// Nil when `body` succeeded, else the ProviderError it threw.
+    static func outcome(_ body: () async throws -> RemoteEntry) async -> ProviderError? {
+        do { _ = try await body(); return nil } catch let error as ProviderError { return error } catch {
+            return ProviderError(.cannotSynchronize, "\(error)")
+        }
+    }
+
     @Test("saves in quick succession are not conflicts (Apache's weak-ETag second)", arguments: StoreKind.available)
     func quickSaves(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in

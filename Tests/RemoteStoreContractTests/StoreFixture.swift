@@ -120,6 +120,26 @@ struct StoreFixture {
         try? FileManager.default.removeItem(at: scratch)
     }
 
+    /// Another client of the same store: its own connections to the same collection (for
+    /// a WebDAV server), its own store object on the same folder, or the same in-memory
+    /// store. Shut down by `close(client:)`.
+    func otherClient() throws -> any RemoteStore {
+        switch kind {
+        case .localDirectory: return LocalDirectoryStore(root: diskPath)
+        case .inMemory: return store
+        case .apache, .apacheDepthInfinity, .rclone:
+            let base = kind == .rclone ? RcloneServer.baseURL : TestServer.baseURL(kind)
+            let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(collection!.name, isDirectory: true),
+                                              username: user, password: password, allowInsecureHTTP: false)
+            return WebDAVStore(endpoint: endpoint, connections: 8)
+        }
+    }
+
+    /// Shuts down a store `otherClient()` made.
+    func close(client: any RemoteStore) async {
+        if let client = client as? WebDAVStore, client !== webDAV { await client.shutdown() }
+    }
+
     /// Writes `contents` to a new scratch file and returns its URL.
     func localFile(_ contents: String, name: String = UUID().uuidString) throws -> URL {
         let url = scratch.appendingPathComponent(name)

@@ -78,20 +78,42 @@ struct WriteGuardTests {
         await store.shutdown()
     }
 
-    @Test("a server that answers the probe with 412 is written to with If-Match, and nothing is left of the probe")
+    @Test("a server that answers the probe with 412 and has no LOCK is written to with If-Match, and nothing is left of the probe")
     func honoured() async throws {
         let server = try FakeDAVServer { request in
             switch request.method {
             case "PUT" where request.headers["if-match"] != nil: .init(status: 412)
+            case "PUT": .init(status: 201)
+            case "DELETE": .init(status: 204)
             case "PROPFIND": FakeDAVServer.emptyRoot
-            default: .init(status: 500)
+            default: .init(status: 405)
             }
         }
         defer { server.stop() }
         let store = try Self.store(server)
         #expect(try await store.writeGuard() == .conditionalHeaders)
         #expect(try await store.children(of: .root).isEmpty)
-        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND"], "one conditional PUT that created nothing, no cleanup needed")
+        let scratch = server.requests.filter { $0.method == "PUT" && $0.headers["if-match"] == nil }.map(\.path)
+        #expect(scratch.count == 1, "one scratch file for the lock probe")
+        #expect(server.requests.contains { $0.method == "DELETE" && scratch.contains($0.path) }, "the lock probe's scratch file is removed")
+        await store.shutdown()
+    }
+
+    @Test("a server that honours If-Match but only pretends to lock is written to with If-Match alone")
+    func pretendedLocks() async throws {
+        let server = try FakeDAVServer { request in
+            switch request.method {
+            case "PUT" where request.headers["if-match"] != nil: .init(status: 412)
+            case "PUT": .init(status: 201)
+            case "LOCK": .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:fake>")])
+            case "DELETE", "UNLOCK": .init(status: 204)
+            case "PROPFIND": FakeDAVServer.emptyRoot
+            default: .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        #expect(try await store.writeGuard() == .conditionalHeaders)
         await store.shutdown()
     }
 
