@@ -176,21 +176,36 @@ extension WebDAVStore {
     /// with it).
     func withConditionLock<T>(_ path: RemotePath, version: ETag, removes: Bool = false,
                               body: (_ ifHeader: String) async throws(ProviderError) -> T) async throws(ProviderError) -> T {
+        await releaseUnreleasedLock(path)
         var token: String?
-        try await guarded("LOCK", path, condition: .mustMatch(version)) { () throws(ProviderError) in
-            var request = lockRequest(path)
-            request.headers.add(name: "If-Match", value: version.strongHeaderValue)
-            let response = try await connection.send(request)
-            if response.status.code == 423 {
+        // Another client's lock lasts one write: waited for a few seconds here (doubling
+        // from 250 ms) before the item backs off as locked.
+        for attempt in 0...Self.lockedRetries where token == nil {
+            if attempt > 0 {
+                do { try await Task.sleep(for: Self.lockedDelay * (1 << (attempt - 1))) } catch {
+                    throw ProviderError(.cancelled, "LOCK was cancelled")
+                }
+            }
+            var locked = true
+            try await guarded("LOCK", path, condition: .mustMatch(version)) { () throws(ProviderError) in
+                var request = lockRequest(path)
+                request.headers.add(name: "If-Match", value: version.strongHeaderValue)
+                let response = try await connection.send(request)
+                if response.status.code == 423 {
+                    locked = false
+                    return HTTPResponseStatus(statusCode: 200)
+                }
+                if (200..<300).contains(response.status.code) {
+                    guard let held = response.headers.first(name: "Lock-Token") else {
+                        throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token")
+                    }
+                    token = held
+                }
+                return response.status
+            }
+            if !locked, attempt == Self.lockedRetries {
                 throw ProviderError(.locked, "\(path) is locked on the server by another client; will retry", underlying: "HTTP 423")
             }
-            if (200..<300).contains(response.status.code) {
-                guard let held = response.headers.first(name: "Lock-Token") else {
-                    throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token")
-                }
-                token = held
-            }
-            return response.status
         }
         guard let token else { throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token") }
         let bracketed = token.hasPrefix("<") ? token : "<\(token)>"
@@ -242,14 +257,40 @@ extension WebDAVStore {
         return nil
     }
 
-    /// Best effort: the probe's files and lock, whatever state the probe stopped in.
+    /// The probe's files and lock, whatever state the probe stopped in: the locked file is
+    /// deleted with its token (untagged, as rclone takes it; tagged, as Apache needs for a
+    /// DELETE), else unlocked, then every file is deleted. A request the server fails or
+    /// does not answer (a stall under load) is tried three times; a file still left is
+    /// named in the log (hidden: no client lists `.tidesync-tmp-` names).
     func removeProbeFiles(_ files: [RemotePath], token: String?) async {
         if let token {
-            _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(files[0]),
-                                                              headers: [("If", Self.ifHeader(token: token))]))
-            await unlock(files[0], token: token)
+            let tagged = "<\(absoluteURL(files[0]))> " + Self.ifHeader(token: token)
+            var removed = false
+            for header in [Self.ifHeader(token: token), tagged] where !removed {
+                removed = await removeProbeFile(files[0], headers: [("If", header)])
+            }
+            if !removed { await unlock(files[0], token: token) }
         }
-        for file in files { _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(file))) }
+        for file in files where !(await removeProbeFile(file, headers: [])) {
+            logger.notice("could not remove the probe's scratch file \(file) on the server; no client lists it, and it can be deleted by hand")
+        }
+    }
+
+    /// DELETE of a probe file: true once it is gone, false when refused; a failure or a 5xx
+    /// is tried again, three times in all.
+    func removeProbeFile(_ file: RemotePath, headers: [(String, String)]) async -> Bool {
+        for attempt in 0..<3 {
+            if attempt > 0 { try? await Task.sleep(for: .milliseconds(250 << attempt)) }
+            let status: HTTPResponseStatus
+            do { status = try await connection.send(connection.request("DELETE", path: paths.requestPath(file), headers: headers)).status } catch {
+                logger.debug("removing the probe's \(file) failed: \(error)")
+                continue
+            }
+            if (200..<300).contains(status.code) || status.code == 404 { return true }
+            logger.debug("removing the probe's \(file) was answered \(status.code)")
+            if status.code < 500 { return false }
+        }
+        return false
     }
 
     // MARK: Locks
@@ -274,16 +315,26 @@ extension WebDAVStore {
         return (resource.map { "<\($0)> " } ?? "") + "(\(bracketed))"
     }
 
+    /// Releases our lock on `path`. When the server cannot be asked (a failure, a 5xx), the
+    /// token is kept in `unreleasedLocks` and released before our next lock of `path`.
     func unlock(_ path: RemotePath, token: String, isFolder: Bool = false) async {
         let request = connection.request("UNLOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [("Lock-Token", token)])
         do {
             let status = try await connection.send(request).status
+            if status.code >= 500 { unreleasedLocks.withLock { $0[path] = token } }
             if !(200..<300).contains(status.code) {
                 logger.warning("UNLOCK \(path) answered \(status.code); the lock expires by itself", metadata: ["path": "\(path)"])
             }
         } catch {
-            logger.warning("cannot UNLOCK \(path) (\(error.message)); the lock expires by itself")
+            unreleasedLocks.withLock { $0[path] = token }
+            logger.warning("cannot UNLOCK \(path) (\(error.message)); it is released before the next write there, or expires by itself")
         }
+    }
+
+    /// Releases a lock of ours on `path` an earlier UNLOCK could not (see `unlock`).
+    func releaseUnreleasedLock(_ path: RemotePath) async {
+        guard let token = unreleasedLocks.withLock({ $0.removeValue(forKey: path) }) else { return }
+        await unlock(path, token: token)
     }
 
     /// Runs `body` with the token of a lock on `path`, after checking under that lock that
