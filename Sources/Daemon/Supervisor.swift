@@ -2,6 +2,7 @@ import Control
 import Foundation
 import Logging
 import Replica
+import SyncEngine
 import SyncModel
 import Synchronization
 import TidesyncConfig
@@ -131,7 +132,7 @@ public final class Supervisor: Sendable {
                 return
             } catch {
                 failures += 1
-                let delay = Duration.seconds(min(300, 5 << min(failures - 1, 6)))
+                let delay = RetryPolicy.parkedDomain.delay(afterFailures: failures)
                 monitor.parked(error, retryIn: delay)
                 logger.error("domain \"\(domain.name)\": \(error.message); trying again in \(delay.components.seconds) s",
                              metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])

@@ -28,26 +28,7 @@ public protocol LiveSyncObserver: Sendable {
 /// passes they trigger.
 public final class LiveSync: Sendable {
     /// The loop's timing, from the domain's config.
-    public struct Timing: Sendable {
-        /// How long a path must be quiet before it is looked at.
-        public var debounce: Duration
-        /// How often the remote is walked.
-        public var pollInterval: Duration
-        /// How often the whole sync folder is scanned (the backstop).
-        public var rescanInterval: Duration
-
-        public init(debounce: Duration, pollInterval: Duration, rescanInterval: Duration) {
-            self.debounce = debounce
-            self.pollInterval = pollInterval
-            self.rescanInterval = rescanInterval
-        }
-
-        /// How long a path may keep changing before it is synced anyway (a file written
-        /// forever, a writer that never closes): 30 quiet periods, at least 30 s.
-        public var settleCap: Duration { max(debounce * 30, .seconds(30)) }
-        /// How often folders the watch limit left unwatched are scanned.
-        public var unwatchedRescanInterval: Duration { min(pollInterval, .seconds(60)) }
-    }
+    public typealias Timing = DomainLoop.Timing
 
     public let pass: SyncPass
     public let timing: Timing
@@ -64,11 +45,20 @@ public final class LiveSync: Sendable {
     struct Counters {
         var passes = 0
         var busy = false
+        /// Lost-event rescans already logged.
+        var overflowsLogged = 0
+
+        /// True (once per new count) when `overflows` lost-event rescans are news for the log.
+        mutating func logs(overflows: Int) -> Bool {
+            guard overflows > overflowsLogged else { return false }
+            overflowsLogged = overflows
+            return true
+        }
     }
 
     /// How many passes finished since the start.
     public var passes: Int { counters.withLock { $0.passes } }
-    /// True while a pass runs.
+    /// True while a pass runs, and until the loop carried out what it decided from it.
     public var isBusy: Bool { counters.withLock { $0.busy } }
 
     public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
@@ -85,147 +75,114 @@ public final class LiveSync: Sendable {
         queue = ChangeQueue(debounce: timing.debounce, cap: timing.settleCap)
     }
 
-    /// How long a parked domain waits before trying again (5 s doubling, at most 5 min
-    /// or `poll_interval`).
-    public func retryDelay(_ failures: Int) -> Duration {
-        min(timing.pollInterval, .seconds(min(300, 5 << min(max(failures, 1) - 1, 6))))
-    }
-
     /// Syncs until stopped. Local changes come from the inotify watcher: each path is
     /// looked at once it settled (`debounce`), and only what really differs from the
     /// state DB becomes engine calls. The remote is walked every `poll_interval`; the
     /// whole sync folder is scanned at the start, after lost events, and every
     /// `rescan_interval` as the backstop. A parked domain (server unreachable, …) waits
-    /// and tries again; events keep being collected meanwhile.
+    /// and tries again; events keep being collected meanwhile. `DomainLoop` decides all
+    /// of it; this carries its steps out.
     public func run() async {
         stop.onStop { [queue] in queue.wakeup.signal() }
         observer?.setWakeHandler { [queue] in queue.wakeup.signal() }
+        let clock = ContinuousClock()
         var watcher = startWatcher(queue)
         defer { watcher?.stop() }
-        let clock = ContinuousClock()
-        var needFull = true
-        var nextRemote = clock.now, nextRescan = clock.now + timing.rescanInterval
-        var followUp: ContinuousClock.Instant?
-        var retryAt: ContinuousClock.Instant?
-        var parkedFor = 0
-        var unwatched: Set<RemotePath> = []
-        var nextUnwatched: ContinuousClock.Instant?
-        var rootGone = false
-        var overflowsSeen = 0
-        var resolving = 0  // passes in a row that left conflicts to resolve
+        var loop = DomainLoop(timing: timing, start: clock.now, watching: watcher != nil)
+        var step = DomainLoop.Step.observe
+        while step != .stop {
+            step = await carryOut(step, loop: &loop, watcher: &watcher, clock: clock)
+        }
+    }
 
-        while !stop.isStopped {
-            if let why = queue.takeRootGone() {
-                logger.error("\(why); sync is stopped for this domain until it is back (nothing in it is taken as deleted)")
-                watcher?.stop()
-                watcher = nil
-                rootGone = true
-            }
-            let newlyUnwatched = queue.takeUnwatched()
-            if !newlyUnwatched.isEmpty {
-                warnUnwatched(newlyUnwatched, known: unwatched)
-                unwatched.formUnion(newlyUnwatched.keys)
-                nextUnwatched = nextUnwatched ?? clock.now + timing.unwatchedRescanInterval
-            }
-            observer?.watcherChanged(watches: watcher?.watchCount, overflowRescans: queue.overflowCount, unwatched: unwatched.count)
-            if observer?.isPaused == true {
-                // Events keep being collected; nothing is synced until resumed (which,
-                // like a stop, signals the wakeup).
-                await queue.wakeup.wait(until: nil)
-                continue
-            }
-            if observer?.takeSyncNowRequest() == true {
-                retryAt = nil
-                needFull = true
-            }
-            let now = clock.now
-            if let retry = retryAt, now < retry {
-                await queue.wakeup.wait(until: retry)
-                continue
-            }
-            retryAt = nil
-            if rootGone {
-                guard rootIsBack() else {
-                    retryAt = now + retryDelay(max(1, parkedFor))
-                    observer?.parked(ProviderError(.cannotSynchronize, "the sync folder \(root) is missing; sync is stopped until it is back (was it unmounted or moved?)"),
-                                     retryIn: retryDelay(max(1, parkedFor)))
-                    continue
-                }
-                logger.notice("the sync folder \(root) is back; scanning it")
-                rootGone = false
-                watcher?.stop()
-                watcher = startWatcher(queue)
-                needFull = true
-            }
-            if let due = nextUnwatched, due <= now, let watcher {
-                // Try to watch them again (the limit may have been raised) and scan them.
-                let paths = unwatched
-                unwatched = []
-                nextUnwatched = nil
-                for path in paths { queue.add(watcher.watchAgain(path) + [.folderAppeared(path)]) }
-                continue
-            }
-            let full = needFull || watcher == nil && now >= nextRemote || now >= nextRescan || followUp.map { $0 <= now } ?? false
-            let remoteDue = now >= nextRemote
-            let (settled, firstSeen) = full ? queue.takeAll() : queue.takeDue()
-            if full || remoteDue || !settled.isEmpty {
-                let scope: PassScope = full ? .full : .watched(settled, remote: remoteDue)
-                if !full, !settled.paths.isEmpty {
-                    let some = settled.paths.keys.map(\.description).sorted().prefix(8)
-                    logger.debug("settled: \(some.joined(separator: ", "))\(settled.paths.count > 8 ? " and \(settled.paths.count - 8) more" : "")")
-                }
-                let overflows = queue.overflowCount
-                if overflows > overflowsSeen {
-                    overflowsSeen = overflows
-                    logger.warning("inotify lost events (queue overflow, \(overflows) since the start): scanning the whole sync folder")
-                }
-                counters.withLock { $0.busy = true }
-                observer?.passStarted()
-                defer { counters.withLock { $0.busy = false } }
-                do throws(ProviderError) {
-                    let result = try await pass.run(scope)
-                    result.log(to: logger)
-                    counters.withLock { $0.passes += 1 }
-                    observer?.passFinished(result)
-                    if !result.heldBack.isEmpty {
-                        logger.debug("\(result.heldBack.count) file(s) still open for writing; looked at again later")
-                        queue.putBack(result.heldBack, firstSeen: firstSeen ?? now)
-                    }
-                    if let parked = result.report.parked { throw parked }
-                    if full || settled.fullScan {
-                        needFull = false
-                        nextRescan = now + timing.rescanInterval
-                    }
-                    if full || remoteDue || settled.fullScan { nextRemote = now + timing.pollInterval }
-                    followUp = nil
-                    if result.steps > 0 && !result.report.completes(result.steps) {
-                        // Work is left: at once when this pass got somewhere or a guard
-                        // found the server changed (a conflict to resolve with a fresh look
-                        // at it, a few times in a row at most), otherwise when the failed
-                        // items' backoff allows.
-                        resolving = result.report.resolved > 0 ? resolving + 1 : 0
-                        let promptly = result.report.succeeded > 0 || (result.report.resolved > 0 && resolving <= 3)
-                        followUp = promptly ? now : now + min(timing.pollInterval, .seconds(60))
-                    } else {
-                        resolving = 0
-                    }
-                    parkedFor = 0
-                } catch {
-                    parkedFor += 1
-                    let delay = retryDelay(parkedFor)
-                    logger.error("\(error.message); trying again in \(Int(delay.components.seconds)) s",
-                                 metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
-                    retryAt = now + delay
-                    observer?.parked(error, retryIn: delay)
-                    // What settled was not synced: the next pass looks at everything.
-                    needFull = true
-                    if error.code == .cannotSynchronize, !rootIsBack() { rootGone = true }
-                }
-                continue
-            }
-            var wake = [nextRemote, nextRescan]
-            wake += [queue.deadline(), followUp, nextUnwatched].compactMap { $0 }
-            await queue.wakeup.wait(until: wake.min())
+    /// Carries out one step of the loop and returns the next.
+    private func carryOut(_ step: DomainLoop.Step, loop: inout DomainLoop, watcher: inout InotifyWatcher?,
+                          clock: ContinuousClock) async -> DomainLoop.Step {
+        switch step {
+        case .stop:
+            return .stop
+        case .observe:
+            counters.withLock { $0.busy = false }
+            let next = loop.begin(observe(known: loop.unwatched), at: clock.now)
+            if case .unwatch = next {} else { reportWatcher(watcher, loop: loop) }
+            return next
+        case .wait(let deadline):
+            await queue.wakeup.wait(until: deadline)
+        case .unwatch(let reason):
+            logger.error("\(reason); sync is stopped for this domain until it is back (nothing in it is taken as deleted)")
+            watcher?.stop()
+            watcher = nil
+            reportWatcher(watcher, loop: loop)
+        case .checkRoot:
+            return loop.rootChecked(present: rootIsBack())
+        case .watch:
+            logger.notice("the sync folder \(root) is back; scanning it")
+            watcher?.stop()
+            watcher = startWatcher(queue)
+            return loop.watched(watcher != nil)
+        case .rewatch(let paths):
+            for path in paths { queue.add((watcher?.watchAgain(path) ?? []) + [.folderAppeared(path)]) }
+        case .collect(let everything):
+            let (changes, firstSeen) = everything ? queue.takeAll() : queue.takeDue()
+            return loop.collected(changes, firstSeen: firstSeen, nextDue: queue.deadline())
+        case .pass(let scope):
+            return await runPass(scope, loop: &loop)
+        case .putBack(let paths, let firstSeen):
+            logger.debug("\(paths.count) file(s) still open for writing; looked at again later")
+            queue.putBack(paths, firstSeen: firstSeen)
+        case .park(let error, let retryAt):
+            reportPark(error, retryIn: loop.now.duration(to: retryAt))
+        case .missingRoot(let retryAt):
+            observer?.parked(ProviderError(.cannotSynchronize, "the sync folder \(root) is missing; sync is stopped until it is back (was it unmounted or moved?)"),
+                             retryIn: loop.now.duration(to: retryAt))
+        }
+        return loop.next()
+    }
+
+    /// Says that the domain cannot sync, and when it tries again.
+    private func reportPark(_ error: ProviderError, retryIn delay: Duration) {
+        logger.error("\(error.message); trying again in \(Int(delay.components.seconds)) s",
+                     metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
+        observer?.parked(error, retryIn: delay)
+    }
+
+    /// What the watcher's queue and the user's controls say now; says once which
+    /// folders newly cannot be watched.
+    private func observe(known: Set<RemotePath>) -> DomainLoop.Observation {
+        let stopped = stop.isStopped
+        let rootGone = queue.takeRootGone()
+        let unwatched = queue.takeUnwatched()
+        if !unwatched.isEmpty { warnUnwatched(unwatched, known: known) }
+        let paused = observer?.isPaused == true
+        return DomainLoop.Observation(stopped: stopped, paused: paused, syncNow: observer?.takeSyncNowRequest() == true,
+                                      rootGone: rootGone, unwatched: unwatched)
+    }
+
+    private func reportWatcher(_ watcher: InotifyWatcher?, loop: DomainLoop) {
+        observer?.watcherChanged(watches: watcher?.watchCount, overflowRescans: queue.overflowCount,
+                                 unwatched: loop.unwatched.count)
+    }
+
+    /// Runs one pass over `scope` and tells the loop how it ended.
+    private func runPass(_ scope: PassScope, loop: inout DomainLoop) async -> DomainLoop.Step {
+        if case .watched(let settled, _) = scope, !settled.paths.isEmpty {
+            let some = settled.paths.keys.map(\.description).sorted().prefix(8)
+            logger.debug("settled: \(some.joined(separator: ", "))\(settled.paths.count > 8 ? " and \(settled.paths.count - 8) more" : "")")
+        }
+        let overflows = queue.overflowCount
+        if counters.withLock({ $0.logs(overflows: overflows) }) {
+            logger.warning("inotify lost events (queue overflow, \(overflows) since the start): scanning the whole sync folder")
+        }
+        counters.withLock { $0.busy = true }
+        observer?.passStarted()
+        do throws(ProviderError) {
+            let result = try await pass.run(scope)
+            result.log(to: logger)
+            counters.withLock { $0.passes += 1 }
+            observer?.passFinished(result)
+            return loop.passFinished(DomainLoop.PassOutcome(result))
+        } catch {
+            return loop.passFailed(error)
         }
     }
 

@@ -312,9 +312,9 @@ public final class PlanRunner: Sendable {
             report.failed.append((step.path, error))
             let previous = context.failures[step.path]
             let attempts = (previous?.attempts ?? 0) + 1
-            let delay = min(3600.0, 10.0 * pow(2.0, Double(attempts - 1)))
-            let notBefore = provider.clock.now().addingTimeInterval(delay)
-            logger.warning("\(step.stepName) \(step.path) failed (attempt \(attempts), next try in \(Int(delay)) s): \(error.description)")
+            let delay = RetryPolicy.failedItem.delay(afterFailures: attempts)
+            let notBefore = provider.clock.now().addingTimeInterval(delay / .seconds(1))
+            logger.warning("\(step.stepName) \(step.path) failed (attempt \(attempts), next try in \(delay.components.seconds) s): \(error.description)")
             // One journal entry per item in error: the older one carries the attempt count.
             if let previous {
                 changes.append(.failOperation(previous.id, error: error.description, notBefore: notBefore))

@@ -7,7 +7,7 @@ import SyncEngine
 import SystemCalls
 
 /// How much of each side a pass looks at.
-public enum PassScope: Sendable {
+public enum PassScope: Sendable, Equatable {
     /// Scan the whole sync folder and walk the whole remote (the start, a lost event
     /// queue, the hourly backstop, no watcher).
     case full
