@@ -255,8 +255,8 @@ public struct LocalFolder: Sendable {
     }
 
     /// The `algorithm` digest (lowercase hex) of the file at `absolutePath`, read without
-    /// following a symlink.
-    static func digest(ofFileAt absolutePath: String, _ algorithm: DigestAlgorithm) throws(ProviderError) -> String {
+    /// following a symlink, 1 MiB at a time. Public for packaging/bench/HashBench.
+    public static func digest(ofFileAt absolutePath: String, _ algorithm: DigestAlgorithm) throws(ProviderError) -> String {
         let fd = open(absolutePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw error(errno, "cannot read \(absolutePath)") }
         defer { close(fd) }
