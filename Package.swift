@@ -1,5 +1,7 @@
 // swift-tools-version:6.1
-// tidesync: two-way folder sync for Linux on the File Provider model.
+// tidesync: two-way folder sync for Linux on the File Provider model. Linux only (Glibc,
+// inotify, renameat2, F_SETLEASE): there is no `platforms:` entry, since it can only name
+// Apple platforms, and none is supported.
 // Arrows point one way: tidesync → Daemon → adapters (StateDatabase, WebDAV,
 // LocalStore, TidesyncConfig) → SyncEngine → SyncModel, ContentHash (→ swift-crypto); tidesync
 // and Daemon → Control, which depends on no other module. The engine imports no HTTP library,
@@ -8,7 +10,6 @@ import PackageDescription
 
 let package = Package(
     name: "tidesync",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tidesync", targets: ["tidesync"]),
     ],
