@@ -48,6 +48,7 @@ if [[ -z "$bench" ]]; then
 fi
 
 out=$(mktemp)
+times=$(mktemp)
 dir=${BENCH_DIR:-}
 if [[ -z "$dir" ]]; then
     dir=$(mktemp -d "${TMPDIR:-/tmp}/tidesync-hash-bench.XXXXXX")
@@ -68,11 +69,10 @@ timed() {
     /usr/bin/time -f '%e %U %S' -o "$times" "$@" >"$out"
     awk '{printf "%s %.2f\n", $1, $2 + $3}' "$times"
 }
-times=$(mktemp)
 # The smaller of two numbers.
 least() { if [[ -z "$1" ]] || (($(echo "$2 < $1" | bc -l))); then echo "$2"; else echo "$1"; fi; }
 # MB/s (10^6 bytes) for $bytes in $1 seconds.
-rate() { printf '%.0f' "$(echo "$bytes / $1 / 1000000" | bc -l)"; }
+rate() { if (($(echo "$1 > 0" | bc -l))); then printf '%.0f' "$(echo "$bytes / $1 / 1000000" | bc -l)"; else echo -; fi; }
 
 printf '%-9s %-10s %8s %7s %8s %7s\n' algorithm program wall_s MB/s cpu_s MB/s
 status=0
