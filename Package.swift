@@ -1,14 +1,15 @@
 // swift-tools-version:6.1
-// tidesync: two-way folder sync for Linux on the File Provider model.
+// tidesync: two-way folder sync for Linux on the File Provider model. Linux only (Glibc,
+// inotify, renameat2, F_SETLEASE): there is no `platforms:` entry, since it can only name
+// Apple platforms, and none is supported.
 // Arrows point one way: tidesync → Daemon → adapters (StateDatabase, WebDAV,
-// LocalStore, TidesyncConfig) → SyncEngine → SyncModel, ContentHash; tidesync and Daemon → Control,
-// which depends on no other module. The engine imports no HTTP library, SQL driver,
-// inotify or Glibc.
+// LocalStore, TidesyncConfig) → SyncEngine → SyncModel, ContentHash (→ swift-crypto); tidesync
+// and Daemon → Control, which depends on no other module. The engine imports no HTTP library,
+// SQL driver, inotify or Glibc.
 import PackageDescription
 
 let package = Package(
     name: "tidesync",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tidesync", targets: ["tidesync"]),
     ],
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .target(name: "SyncModel"),
@@ -38,8 +40,8 @@ let package = Package(
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel", "SystemCalls"]),
         // Linux calls that Swift's Glibc module does not declare.
         .target(name: "SystemCalls"),
-        // Content digests, pure; fast in debug builds too (the test suite hashes bundles).
-        .target(name: "ContentHash", swiftSettings: [.unsafeFlags(["-O"])]),
+        // Content digests, pure: swift-crypto's SHA-256, SHA-1 and MD5 behind one small type.
+        .target(name: "ContentHash", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "Replica", dependencies: [
             "SyncEngine", "SyncModel", "ContentHash", "SystemCalls", .product(name: "Logging", package: "swift-log"),
         ]),
@@ -57,6 +59,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Hashing throughput through `LocalFolder`'s code path (packaging/bench/hash-bench.sh).
+        .executableTarget(name: "HashBench", dependencies: ["Replica", "SyncEngine"], path: "packaging/bench/HashBench"),
         .testTarget(name: "SyncModelTests", dependencies: ["SyncModel"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TidesyncConfig"]),

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#endif
 import Foundation
 
 /// The command line's end of the control socket: one request, one answer.

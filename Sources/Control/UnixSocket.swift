@@ -1,6 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#endif
 import Foundation
 
 /// Thin wrappers over the Unix stream socket calls both ends use. Writes never raise

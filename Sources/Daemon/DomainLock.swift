@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SyncEngine
 
 /// An exclusive lock on a domain (`<state_dir>/<name>.lock`, flock), held while a daemon

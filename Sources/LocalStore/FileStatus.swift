@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SyncEngine
 
 /// What `lstat` says about a path, in the terms the store needs.

@@ -3,11 +3,7 @@
 // store lock after the version check; the directory is fsynced after the rename. A
 // reader never sees a partial file; a crash leaves at most a temporary file, which
 // listings hide and `descendants` removes once its writer is gone.
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import SyncEngine
 

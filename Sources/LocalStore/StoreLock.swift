@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SyncEngine
 
 /// An exclusive `flock` on the store's lock file. Every version check and the write it

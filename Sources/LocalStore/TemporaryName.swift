@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// Names of the store's temporary files: `.tidesync-tmp-RANDOM`. A writer holds an

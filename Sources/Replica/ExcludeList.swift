@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SyncModel
 
 /// Names that never reach the engine: editors' temporaries, lock files, our own

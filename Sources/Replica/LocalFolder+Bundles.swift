@@ -5,11 +5,7 @@
 // replacement — so a program in the sync folder sees the old bundle or the new one, never a
 // mix. The old tree, now under the temporary name, is then removed. A crash leaves at most
 // the temporary directory, which the journal names and the next pass removes.
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import SyncEngine
 import SystemCalls
@@ -43,20 +39,6 @@ extension LocalFolder {
             throw ProviderError(.versionMismatch, "\(target) was replaced right after it was downloaded; it will be looked at again")
         }
         return installed
-    }
-
-    /// True when some process holds a file of the bundle at `path` open for writing (see
-    /// `isOpenForWriting`): the bundle is not read until it is closed.
-    public func bundleHasWriter(_ path: RemotePath) -> Bool {
-        bundleHasWriter(atAbsolute: absolute(path), path: path)
-    }
-
-    /// `bundleHasWriter` of the bundle directory at the absolute path `directory`.
-    func bundleHasWriter(atAbsolute directory: String, path: RemotePath) -> Bool {
-        guard let bundle = LocalBundle.scan(at: directory, path: path) else { return false }
-        return bundle.members.contains { member in
-            member.kind == .file && Self.isOpenForWriting(atAbsolute: directory + "/" + member.relativePath)
-        }
     }
 
     /// Removes the tree at `path`: renamed away first (one step for anyone looking), then

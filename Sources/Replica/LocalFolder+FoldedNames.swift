@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SyncEngine
 
 /// A file system that folds names (ext4 or f2fs with `casefold` on a folder marked

@@ -10,57 +10,6 @@ import Foundation
 import Logging
 import SyncEngine
 
-/// What one pass of the runner saw and did.
-public struct RunReport: Sendable {
-    public var succeeded = 0
-    /// Steps that failed, with why; retried after a backoff (or decided again next pass).
-    public var failed: [(path: RemotePath, error: ProviderError)] = []
-    /// Steps not run because a step they needed failed, or the run stopped.
-    public var skipped = 0
-    /// Set when a failure parks the whole domain (server unreachable, auth, quota, disk full).
-    public var parked: ProviderError?
-    /// Steps whose guard found the other side changed (a conflict, a taken name, a rejected
-    /// delete): not errors, but the next plan must look at both sides again to keep both.
-    public var resolved = 0
-    /// Conflict copies made: (original, copy).
-    public var conflicts: [(original: RemotePath, copy: RemotePath)] = []
-    /// True when every one of `steps` steps succeeded: both sides agree by construction, so
-    /// no confirming pass is needed. (A step that leaves work for the next plan, such as a
-    /// folder delete that kept new items, does not count as succeeded.)
-    public func completes(_ steps: Int) -> Bool {
-        succeeded == steps && failed.isEmpty && skipped == 0 && parked == nil
-    }
-
-    public init() {}
-}
-
-/// Tells a running plan to start no new step; running ones finish.
-public final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stopped = false
-    private var handlers: [@Sendable () -> Void] = []
-    public init() {}
-    public var isStopped: Bool { lock.withLock { stopped } }
-    public func stop() {
-        let run = lock.withLock { () -> [@Sendable () -> Void] in
-            stopped = true
-            defer { handlers = [] }
-            return handlers
-        }
-        for handler in run { handler() }
-    }
-
-    /// Runs `handler` when the flag is set (at once if it is set already).
-    public func onStop(_ handler: @escaping @Sendable () -> Void) {
-        let now = lock.withLock { () -> Bool in
-            if !stopped { handlers.append(handler) }
-            return stopped
-        }
-        if now { handler() }
-    }
-
-}
-
 /// Carries a reconciliation plan out: remote steps through the engine, local steps through
 /// the `LocalFolder`, up to `transfers` at once in the order `PlanSchedule` allows.
 public final class PlanRunner: Sendable {
@@ -114,65 +63,6 @@ public final class PlanRunner: Sendable {
             self.withheld = withheld
         }
     }
-
-    // MARK: Recovery
-
-    /// Cleans up after a crash or an earlier pass: removes the temporary files journal
-    /// entries name, completes entries that never failed (they were cut short), and returns
-    /// the failed ones by path, to back off from.
-    public func recover() throws(ProviderError) -> [RemotePath: PendingOperation] {
-        var failures: [RemotePath: PendingOperation] = [:]
-        var done: [StateChange] = []
-        for operation in try provider.state.pendingOperations() {
-            let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload)
-            // A part a download may resume is left to the pass's sweep, which keeps it only
-            // for a download the new plan makes of the same version.
-            if let temporary = entry?.temporary, !LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
-                removeTemporary(temporary)
-            }
-            if operation.attempts == 0, entry?.scratch != nil { continue }  // `recoverRemote` finishes it
-            if operation.attempts > 0, let entry {
-                if let older = failures[entry.path] { done.append(.completeOperation(older.id)) }
-                failures[entry.path] = operation
-            } else {
-                if operation.attempts == 0 { logger.info("finishing an interrupted \(operation.kind) of \(entry?.path.description ?? "?") after a restart") }
-                done.append(.completeOperation(operation.id))
-            }
-        }
-        try provider.state.apply(done)
-        return failures
-    }
-
-    /// Puts the server back in order after a bundle write cut short by a crash or a failure
-    /// whose own clean-up could not reach the server: an old version set aside goes back in
-    /// place (or, replaced meanwhile, beside it as a conflict copy for `host`), a half-built
-    /// new one goes (see `SyncProvider.cleanUpScratch`). Runs before `recover()`; an entry
-    /// with a scratch token is completed only here, after its clean-up succeeded, or when its
-    /// step succeeds. Throws when the server cannot be reached (the pass is retried later).
-    public func recoverRemote(host: String) async throws(ProviderError) {
-        for operation in try provider.state.pendingOperations() {
-            guard let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload),
-                  let token = entry.scratch else { continue }
-            try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host)
-            if operation.attempts == 0 {
-                if let temporary = entry.temporary { removeTemporary(temporary) }
-                logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")
-                try provider.state.apply([.completeOperation(operation.id)])
-            }
-        }
-    }
-
-    /// Removes one of our temporary files (or a bundle's temporary directory), never
-    /// anything else: the name must have our prefix and lie inside the sync folder.
-    func removeTemporary(_ path: String) {
-        let name = (path as NSString).lastPathComponent
-        guard name.hasPrefix(LocalFolder.temporaryPrefix), path.hasPrefix(folder.root + "/"), !path.contains("/../") else { return }
-        if unlink(path) != 0, errno == EISDIR {
-            try? FileManager.default.removeItem(atPath: path)
-        }
-    }
-
-    // MARK: Running a plan
 
     /// Runs `plan` (in `Reconciler.plan` order). Throws only when the journal cannot be
     /// written; step failures are in the report.
@@ -325,82 +215,6 @@ public final class PlanRunner: Sendable {
         }
         do { try provider.state.apply(changes) } catch {
             logger.error("cannot record the failure of \(step.stepName) \(step.path): \(error.description)")
-        }
-    }
-}
-
-extension SyncAction {
-    /// A short name for logs and the journal.
-    var stepName: String {
-        switch self {
-        case .createRemoteFolder: "create-remote-folder"
-        case .upload: "upload"
-        case .createRemoteSymlink: "create-remote-symlink"
-        case .moveRemote: "move-remote"
-        case .deleteRemote: "delete-remote"
-        case .createLocalFolder: "create-local-folder"
-        case .download: "download"
-        case .createLocalSymlink: "create-local-symlink"
-        case .moveLocal: "move-local"
-        case .deleteLocal: "delete-local"
-        case .conflictCopy: "conflict-copy"
-        case .compareContents: "compare-contents"
-        case .record: "record"
-        case .forget: "forget"
-        case .remoteNameWins: "remote-name-wins"
-        }
-    }
-
-    /// True for steps that touch either side (and so are journaled).
-    var doesIO: Bool {
-        switch self {
-        case .record, .forget, .remoteNameWins: false
-        default: true
-        }
-    }
-
-    /// The remote version a step that writes a bundle replaces: an upload's base, a delete's
-    /// version; nil for creates.
-    var replacedVersion: ETag? {
-        switch self {
-        case .upload(_, .mustMatch(let base), _, _): base
-        case .deleteRemote(_, let version, _): version
-        default: nil
-        }
-    }
-
-    /// True for steps that may build or set aside a bundle on the server (and so need a
-    /// scratch token in their journal entry).
-    func writesRemoteBundle(_ rule: BundleRule) -> Bool {
-        switch self {
-        case .upload(let path, _, _, _), .deleteRemote(let path, _, _), .compareContents(let path, _, _, _, _):
-            rule.isBundle(name: path.name)
-        case .conflictCopy(let conflict):
-            conflict.kind == .bundle
-        default:
-            false
-        }
-    }
-
-    /// True for steps that write a temporary file in the sync folder.
-    var needsTemporary: Bool {
-        switch self {
-        case .download, .compareContents, .createLocalSymlink: true
-        default: false
-        }
-    }
-
-    var itemID: ItemIdentifier? {
-        switch self {
-        case .createRemoteFolder(_, let item), .upload(_, _, _, let item), .createRemoteSymlink(_, _, _, let item),
-             .createLocalFolder(_, let item), .download(_, _, _, let item), .createLocalSymlink(_, _, _, let item),
-             .compareContents(_, _, _, let item, _), .record(let item, _, _, _, _):
-            item
-        case .moveRemote(_, _, _, let item), .deleteRemote(_, _, let item), .moveLocal(_, _, _, let item),
-             .deleteLocal(_, _, let item), .forget(let item), .remoteNameWins(let item, _, _):
-            item
-        case .conflictCopy(let conflict):
-            conflict.item
         }
     }
 }

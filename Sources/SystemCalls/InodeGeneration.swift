@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The generation number of the inode at a path (`FS_IOC_GETVERSION`): a file system that
 /// hands a freed inode number to a new file gives it a new generation (ext4, XFS, btrfs,

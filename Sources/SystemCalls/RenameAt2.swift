@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `renameat2(2)`, which Swift's Glibc module does not declare, looked up once.
 public enum RenameAt2 {

@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// The XDG base directories tidesync uses, computed from an environment
 /// (so that tests control `HOME` and `XDG_*`). A variable counts only when it
@@ -48,13 +45,11 @@ struct XDGDirectories {
     }
 
     static func userRunDirectory() -> String? {
-        #if canImport(Glibc)
         let path = "/run/user/\(getuid())"
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             return path
         }
-        #endif
         return nil
     }
 }

@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(FoundationXML)
 import FoundationXML
-#endif
 import SyncEngine
 
 /// One `<d:response>` of a 207 Multi-Status answer, with the properties of its

@@ -6,11 +6,7 @@
 // (the server has another version, or ignores ranges) starts over from byte 0, a 206 must
 // cover exactly `N-` to the end, or the download fails and nothing is spliced. Weak tags
 // cannot go in If-Range (Apache's first-second tag): those downloads start over.
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import AsyncHTTPClient
 import Foundation
 import NIOCore

@@ -8,9 +8,7 @@ import Replica
 import SyncEngine
 import TidesyncConfig
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// `tidesync run`: the daemon. Each domain is reconciled (local scan, remote walk, three-way
 /// decision, guarded transfers) every `poll_interval`, until SIGTERM or SIGINT.

@@ -4,9 +4,7 @@ import Daemon
 import Foundation
 import TidesyncConfig
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// `tidesync status`: what the daemon is doing, per domain; from the state DBs when it is not running.
 struct Status: ParsableCommand {

@@ -1,0 +1,206 @@
+// Durability contract: a downloaded file is written to a temporary file beside its target
+// (`.tidesync-part-UUID`, a name the scanner and watcher never report), fsynced by the
+// engine, given the remote mtime, and renamed into place only while the target still has the
+// stat the plan saw (or, for a new file, while nothing is there: link(2) refuses to replace);
+// the folder is fsynced after the rename. A crash leaves at most the temporary file, which
+// the journal names and the next pass removes — or, a download's part (`partURL`), resumes.
+import Glibc
+import Foundation
+import SyncEngine
+
+extension LocalFolder {
+    /// Moves the downloaded `temporary` to `path`, giving it `modificationDate`; `replacing`
+    /// is the stat the item at `path` must still have (nil: nothing may be there). Returns
+    /// the stat of the installed file.
+    public func install(_ temporary: URL, at path: RemotePath, replacing: LocalStat?,
+                        modificationDate: Date?) throws(ProviderError) -> LocalStat {
+        let target = absolute(path)
+        if let modificationDate { setModificationDate(temporary.path, modificationDate) }
+        guard let installed = LocalScanner.entry(at: temporary.path, path: path) else {
+            throw ProviderError(.cannotSynchronize, "the downloaded file \(temporary.path) vanished before it was installed")
+        }
+        if let replacing {
+            try replace(path, with: temporary.path, replacing: replacing, kind: .file)
+        } else {
+            do { try linkNew(temporary.path, at: target, path: path) } catch {
+                unlink(temporary.path)  // ours; the item at the target is left as it was
+                throw error
+            }
+        }
+        syncFolder(of: target)
+        guard let now = entry(at: path), now.stat.inode == installed.stat.inode else {
+            throw ProviderError(.versionMismatch, "\(target) was replaced right after it was downloaded; it will be looked at again")
+        }
+        return now.stat
+    }
+
+    /// Creates the folder at `path`; an existing folder there counts as done.
+    public func makeFolder(at path: RemotePath) throws(ProviderError) -> LocalStat {
+        let target = absolute(path)
+        if mkdir(target, 0o755) != 0 {
+            guard errno == EEXIST else { throw Self.error(errno, "cannot create the folder \(target)") }
+            // A folder that folds names would merge the two folders' contents into one.
+            guard listsExactly(path) else { throw foldedName(path) }
+        }
+        guard let made = entry(at: path), made.kind == .folder else {
+            throw ProviderError(.versionMismatch, "something other than a folder is at \(target); it is kept")
+        }
+        syncFolder(of: target)
+        return made.stat
+    }
+
+    /// Creates (or replaces, when the link there still has `replacing`) the symlink at `path`,
+    /// made first under the name `temporary` (beside it).
+    public func makeSymlink(at path: RemotePath, target linkTarget: String, replacing: LocalStat?,
+                            temporary temporaryURL: URL) throws(ProviderError) -> LocalStat {
+        let target = absolute(path)
+        let temporary = temporaryURL.path
+        guard symlink(linkTarget, temporary) == 0 else { throw Self.error(errno, "cannot create a symlink beside \(target)") }
+        do {
+            if let replacing {
+                try require(path, holds: replacing, kind: .symlink)
+                try renameOrThrow(temporary, to: target)
+            } else {
+                try linkNew(temporary, at: target, path: path)
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        syncFolder(of: target)
+        guard let made = entry(at: path), made.kind == .symlink else {
+            throw ProviderError(.versionMismatch, "\(target) was replaced right after it was made")
+        }
+        return made.stat
+    }
+
+    /// Renames the item at `source` to `destination` (which must be free) if it still has
+    /// `expected` (folders and symlinks: the same inode). Returns its stat afterwards.
+    @discardableResult
+    public func move(from source: RemotePath, to destination: RemotePath,
+                     expected: LocalStat) throws(ProviderError) -> LocalStat {
+        guard let now = entry(at: source) else {
+            throw ProviderError(.versionMismatch, "\(absolute(source)) is gone; the move is decided again")
+        }
+        try require(source, holds: expected, kind: now.kind)
+        guard entry(at: destination) == nil else {
+            throw ProviderError(.versionMismatch, "\(absolute(destination)) is taken; the move is decided again")
+        }
+        try renameOrThrow(absolute(source), to: absolute(destination))
+        syncFolder(of: absolute(destination))
+        if source.parent != destination.parent { syncFolder(of: absolute(source)) }
+        return entry(at: destination)?.stat ?? expected
+    }
+
+    /// Deletes the item at `path` if it still has `expected`. A folder's contents go one by
+    /// one, each only while `isUnchanged` says it is what was recorded; anything else stays,
+    /// with the folders holding it. Returns true when nothing is left at `path`.
+    public func delete(_ path: RemotePath, expected: LocalStat?,
+                       isUnchanged: (LocalScanEntry) -> Bool) throws(ProviderError) -> Bool {
+        guard let now = entry(at: path) else { return true }
+        if let expected { try require(path, holds: expected, kind: now.kind) }
+        if now.kind == .bundle {
+            try removeTree(path)
+            return true
+        }
+        if now.kind != .folder {
+            guard unlink(absolute(path)) == 0 || errno == ENOENT else { throw Self.error(errno, "cannot delete \(absolute(path))") }
+            syncFolder(of: absolute(path))
+            return true
+        }
+        let emptied = try deleteContents(of: path, isUnchanged: isUnchanged)
+        guard emptied, rmdir(absolute(path)) == 0 || errno == ENOENT else { return false }
+        syncFolder(of: absolute(path))
+        return true
+    }
+
+    private func deleteContents(of folder: RemotePath, isUnchanged: (LocalScanEntry) -> Bool) throws(ProviderError) -> Bool {
+        let (entries, unreadable) = try children(of: folder)
+        var emptied = !unreadable
+        for child in entries {
+            // A download's part kept for resuming is ours and goes with its folder.
+            if Self.isResumablePart(child.path.name), unlink(absolute(child.path)) == 0 || errno == ENOENT { continue }
+            guard isUnchanged(child) else { emptied = false; continue }
+            if child.kind == .folder {
+                if try deleteContents(of: child.path, isUnchanged: isUnchanged), rmdir(absolute(child.path)) == 0 { continue }
+                emptied = false
+            } else if child.kind == .bundle {
+                do { try removeTree(child.path) } catch { emptied = false }
+            } else if unlink(absolute(child.path)) != 0, errno != ENOENT {
+                emptied = false
+            }
+        }
+        return emptied
+    }
+
+    /// Every item directly in `folder`, excluded names included (they keep a folder alive),
+    /// and whether it also holds names that cannot be represented (which keep it too).
+    func children(of folder: RemotePath) throws(ProviderError) -> (entries: [LocalScanEntry], unreadable: Bool) {
+        guard let names = try LocalScanner.names(in: absolute(folder)) else { return ([], false) }
+        var result: [LocalScanEntry] = []
+        var unreadable = false
+        for bytes in names {
+            guard let name = String(validating: bytes, as: UTF8.self), let path = try? folder.appending(name) else {
+                unreadable = true
+                continue
+            }
+            if let found = entry(at: path) { result.append(found) }
+        }
+        return (result, unreadable)
+    }
+
+    /// Throws `versionMismatch` unless the item at `path` is of `kind` and has `expected`
+    /// (files and bundles: inode, size and mtime — a bundle's digest; folders and symlinks: the inode).
+    func require(_ path: RemotePath, holds expected: LocalStat, kind: ItemKind) throws(ProviderError) {
+        guard let now = entry(at: path), now.kind == kind else {
+            throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
+        }
+        let same = kind == .file || kind == .bundle ? now.stat == expected : now.stat.inode == expected.inode
+        guard same else {
+            throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
+        }
+    }
+
+    /// Puts `source` at `target`, failing with `versionMismatch` when something is there;
+    /// the caller removes `source` when this throws.
+    private func linkNew(_ source: String, at target: String, path: RemotePath) throws(ProviderError) {
+        if link(source, target) == 0 {
+            unlink(source)
+            return
+        }
+        let code = errno
+        if code == EEXIST {
+            guard listsExactly(path) else { throw foldedName(path) }
+            throw ProviderError(.versionMismatch, "\(target) appeared since it was looked at; it is kept and looked at again")
+        }
+        guard code == EPERM || code == EOPNOTSUPP || code == EMLINK || code == EXDEV else {
+            throw Self.error(code, "cannot put \(target) in place")
+        }
+        // A file system without hard links: check, then rename (a narrow race remains).
+        guard entry(at: path) == nil else {
+            throw ProviderError(.versionMismatch, "\(target) appeared since it was looked at; it is kept and looked at again")
+        }
+        try renameOrThrow(source, to: target)
+    }
+
+    func renameOrThrow(_ source: String, to target: String) throws(ProviderError) {
+        guard rename(source, target) == 0 else { throw Self.error(errno, "cannot put \(target) in place") }
+    }
+
+    func setModificationDate(_ path: String, _ date: Date) {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1e9)
+        let stamp = timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
+        var times = [stamp, stamp]
+        _ = utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// fsyncs the folder holding `path`, so a rename into it survives a power loss.
+    func syncFolder(of path: String) {
+        let folder = (path as NSString).deletingLastPathComponent
+        let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+}
