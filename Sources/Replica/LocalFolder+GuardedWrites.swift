@@ -104,8 +104,7 @@ extension LocalFolder {
             return true
         }
         if now.kind != .folder {
-            guard unlink(absolute(path)) == 0 || errno == ENOENT else { throw Self.error(errno, "cannot delete \(absolute(path))") }
-            syncFolder(of: absolute(path))
+            try removeFile(path, expected: now.stat)
             return true
         }
         let emptied = try deleteContents(of: path, isUnchanged: isUnchanged)
@@ -126,11 +125,54 @@ extension LocalFolder {
                 emptied = false
             } else if child.kind == .bundle {
                 do { try removeTree(child.path) } catch { emptied = false }
-            } else if unlink(absolute(child.path)) != 0, errno != ENOENT {
-                emptied = false
+            } else {
+                do { try removeFile(child.path, expected: child.stat) } catch { emptied = false }
             }
         }
         return emptied
+    }
+
+    /// Deletes the file at `path` only while nobody is writing it: it is first renamed
+    /// aside (a temporary name no program knows, so nothing can open it anew), then deleted
+    /// if it still has `expected` and no process holds it open for writing. Otherwise it is
+    /// put back and this throws `versionMismatch`. A plain check-then-unlink lost an edit
+    /// that opened the file between the check and the unlink: its bytes went into a file
+    /// with no name (the two-client test, seed 1207).
+    func removeFile(_ path: RemotePath, expected: LocalStat) throws(ProviderError) {
+        let target = absolute(path)
+        let asideName = temporaryURL(beside: path).lastPathComponent
+        let aside = absolute(path.parent) + "/" + asideName
+        guard rename(target, aside) == 0 else {
+            if errno == ENOENT { return }
+            throw Self.error(errno, "cannot delete \(target)")
+        }
+        let unchanged = (try? path.parent.appending(asideName)).flatMap { entry(at: $0) }?.stat == expected
+        if unchanged, !Self.isOpenForWriting(atAbsolute: aside) {
+            guard unlink(aside) == 0 || errno == ENOENT else { throw Self.error(errno, "cannot delete \(target)") }
+            syncFolder(of: target)
+            return
+        }
+        putBack(aside, at: target)
+        throw ProviderError(.versionMismatch, "\(target) is being written or changed since it was looked at; it is kept and looked at again")
+    }
+
+    /// Puts a file renamed aside by `removeFile` back at `target`, or beside it as
+    /// "name (kept N).ext" when a new file took the name meanwhile.
+    private func putBack(_ aside: String, at target: String) {
+        if link(aside, target) == 0 || errno != EEXIST && rename(aside, target) == 0 {
+            unlink(aside)
+            return
+        }
+        let url = URL(fileURLWithPath: target)
+        let stem = url.deletingPathExtension().lastPathComponent, ext = url.pathExtension
+        for number in 1...1000 {
+            let name = stem + " (kept\(number == 1 ? "" : " \(number)"))" + (ext.isEmpty ? "" : "." + ext)
+            let kept = url.deletingLastPathComponent().appendingPathComponent(name).path
+            if link(aside, kept) == 0 {
+                unlink(aside)
+                return
+            }
+        }
     }
 
     /// Every item directly in `folder`, excluded names included (they keep a folder alive),

@@ -36,6 +36,32 @@ import Glibc
         #expect(try String(contentsOfFile: root + "/f.txt", encoding: .utf8) == "mine+")
     }
 
+    /// A delete planned while nobody wrote the file, carried out after a program opened it
+    /// for writing (before it wrote a byte, so size and mtime still match): the file stays,
+    /// and what the program writes lands in it. Before, the check passed and the unlink took
+    /// the name from under the writer (the two-client test's lost version, seed 1207).
+    @Test func aFileOpenedForWritingBeforeItsDeleteIsKept() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: root + "/f.txt"))
+        let before = try #require(folder.entry(at: p("f.txt"))).stat
+        var writer = open(root + "/f.txt", O_RDWR)
+        defer { if writer >= 0 { close(writer) } }
+        #expect(throws: ProviderError.self) {
+            try folder.delete(p("f.txt"), expected: before) { _ in true }
+        }
+        #expect(folder.entry(at: p("f.txt"))?.stat == before, "the user's file is not back in place")
+        #expect(pwrite(writer, "edited", 6, 0) == 6)
+        #expect(try String(contentsOfFile: root + "/f.txt", encoding: .utf8) == "edited")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["f.txt"], "nothing left aside")
+        close(writer)
+        writer = -1
+        // Closed and unchanged since the plan: deleted, nothing left aside.
+        let now = try #require(folder.entry(at: p("f.txt"))).stat
+        #expect(try folder.delete(p("f.txt"), expected: now) { _ in true })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).isEmpty)
+    }
+
     @Test func aFileNotHeldIsReplacedAndTheOldOneRemoved() throws {
         let (folder, root) = try folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
