@@ -55,14 +55,9 @@ extension WebDAVStore {
             }
             return
         }
-        if let version, mode == .conditionsUnderLocks {
-            try await withConditionLock(path, version: version, removes: true) { (ifHeader: String) throws(ProviderError) in
-                try await guarded("DELETE", path, condition: .mustMatch(version)) { () throws(ProviderError) in
-                    try await connection.send(connection.request("DELETE", path: paths.requestPath(path), headers: [("If", ifHeader)])).status
-                }
-            }
-            return
-        }
+        // With `conditionsUnderLocks` a DELETE keeps its plain If-Match: it has no body, so
+        // Apache's check and unlink are microseconds apart (a PUT's are its whole upload),
+        // and another client's write under way holds a lock the DELETE is refused by (423).
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
             try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
                                                          headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status
@@ -75,10 +70,23 @@ extension WebDAVStore {
     /// second) is retried after a delay.
     func guarded(_ method: String, _ path: RemotePath, condition: WriteCondition?, destination: RemotePath? = nil,
                  send: () async throws(ProviderError) -> HTTPResponseStatus) async throws(ProviderError) {
+        var lockedWaits = 0
         for attempt in 0...Self.weakETagRetries {
-            let status = try await send()
+            var status = try await send()
+            // Another client's write under way holds a lock on the item (423) or on an item
+            // inside the folder (424): it lasts one write, so it is waited for a few seconds.
+            while status.code == 423 || status.code == 424, lockedWaits < Self.lockedRetries {
+                do { try await Task.sleep(for: Self.lockedDelay * (1 << lockedWaits)) } catch {
+                    throw ProviderError(.cancelled, "\(method) was cancelled")
+                }
+                lockedWaits += 1
+                status = try await send()
+            }
             switch status.code {
             case 200..<300: return
+            case 423, 424:
+                throw ProviderError(.locked, "\(path) (or something in it) is locked on the server by another client's write; will retry",
+                                    underlying: "HTTP \(status.code)")
             case 412:
                 try await explainPreconditionFailure(method, path, condition: condition, destination: destination)
                 guard attempt < Self.weakETagRetries else { break }

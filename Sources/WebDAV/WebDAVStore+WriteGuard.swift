@@ -14,10 +14,11 @@ enum WriteGuard: Sendable, Equatable {
     /// condition before it reads the body and holds nothing while it writes it: Apache
     /// mod_dav answered two PUTs with the same `If-Match`, sent at once, 204 and 204, and the
     /// later one silently replaced the other (the two-client test's lost version of issue
-    /// 13). There a replace or a guarded delete first LOCKs the target with `If-Match` (the
+    /// 13). There a replace first LOCKs the target with `If-Match` (the
     /// server checks the version and takes the lock in one request; another client's LOCK
     /// or write gets 423 meanwhile), then sends the write with `If: <url> (<token>
-    /// ["etag"])`, and unlocks. Creates keep `If-None-Match: *`: a LOCK of a free name
+    /// ["etag"])`, and unlocks. A guarded DELETE keeps its plain `If-Match` (no body: the
+    /// check and the unlink are microseconds apart). Creates keep `If-None-Match: *`: a LOCK of a free name
     /// makes a lock-null entry every other client's listing fails on; two creates of one
     /// new name at the same moment remain the one write this cannot order.
     case conditionsUnderLocks
@@ -141,7 +142,7 @@ extension WebDAVStore {
         let verdict = await conditionLockVerdict(scratch, token: &token)
         await removeProbeFiles([scratch], token: token)
         if verdict == .conditionsUnderLocks {
-            logger.info("the server takes locks with If-Match and enforces them; a replace or a guarded delete holds a lock while it is sent")
+            logger.info("the server takes locks with If-Match and enforces them; a replace holds a lock while it is sent")
         }
         return verdict
     }
