@@ -55,9 +55,6 @@ extension WebDAVStore {
             }
             return
         }
-        // With `conditionsUnderLocks` a DELETE keeps its plain If-Match: it has no body, so
-        // Apache's check and unlink are microseconds apart (a PUT's are its whole upload),
-        // and another client's write under way holds a lock the DELETE is refused by (423).
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
             try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
                                                          headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status

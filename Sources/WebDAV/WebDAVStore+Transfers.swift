@@ -72,23 +72,15 @@ extension WebDAVStore {
                        progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
         let file = try OpenFile(reading: source.path)
         let before = try file.status()
-        let mode = try await writeGuard()
-        if mode == .locks {
+        if try await writeGuard() == .locks {
             return try await uploadViaTemporary(file, before, to: path, condition: condition, progress: progress)
         }
         var headerETag: ETag?
         do {
-            let put = { (headers: [(String, String)]) async throws(ProviderError) in
-                try await self.guarded("PUT", path, condition: condition) { () throws(ProviderError) in
-                    let (status, etag) = try await self.putFile(file, before, at: path, headers: headers, progress: progress)
-                    headerETag = etag
-                    return status
-                }
-            }
-            if mode == .conditionsUnderLocks, case .mustMatch(let version) = condition {
-                try await withConditionLock(path, version: version) { (ifHeader: String) throws(ProviderError) in try await put([("If", ifHeader)]) }
-            } else {
-                try await put(condition.headers)
+            try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
+                let (status, etag) = try await putFile(file, before, at: path, headers: condition.headers, progress: progress)
+                headerETag = etag
+                return status
             }
         } catch {
             // The body was cut short before its end because the file changed while it was

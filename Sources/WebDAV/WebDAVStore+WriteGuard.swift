@@ -7,21 +7,10 @@ import SyncEngine
 /// How this store keeps the contract's promise that a write of an existing item is
 /// guarded by its version, decided once per store by `probeWriteGuard()`.
 enum WriteGuard: Sendable, Equatable {
-    /// The server honours `If-Match` and `If-None-Match` (Nextcloud, ownCloud, and servers
-    /// whose locks are not enforced): every write carries them.
+    /// The server honours `If-Match` and `If-None-Match` (Apache mod_dav, Nextcloud,
+    /// ownCloud): every write carries them. On Apache a PUT's condition is checked before
+    /// its body is read, so two replaces at once can both land (README, "Known limit").
     case conditionalHeaders
-    /// The server honours `If-Match` and enforces WebDAV locks, but checks a PUT's
-    /// condition before it reads the body and holds nothing while it writes it: Apache
-    /// mod_dav answered two PUTs with the same `If-Match`, sent at once, 204 and 204, and the
-    /// later one silently replaced the other (the two-client test's lost version of issue
-    /// 13). There a replace first LOCKs the target with `If-Match` (the
-    /// server checks the version and takes the lock in one request; another client's LOCK
-    /// or write gets 423 meanwhile), then sends the write with `If: <url> (<token>
-    /// ["etag"])`, and unlocks. A guarded DELETE keeps its plain `If-Match` (no body: the
-    /// check and the unlink are microseconds apart). Creates keep `If-None-Match: *`: a LOCK of a free name
-    /// makes a lock-null entry every other client's listing fails on; two creates of one
-    /// new name at the same moment remain the one write this cannot order.
-    case conditionsUnderLocks
     /// The server ignores both headers (a PUT with a stale `If-Match` overwrites, one with
     /// `If-None-Match: *` replaces an existing file) but enforces WebDAV locks, answers
     /// `Overwrite: F` with 412 and writes PUT bodies in place: `rclone serve webdav` and
@@ -92,10 +81,6 @@ extension WebDAVStore {
         let response = try await connection.send(put)
         switch response.status.code {
         case 412:
-            // Not `probeConditionLocks`: LOCKs from several clients at once corrupted
-            // Debian Apache's Berkeley DB lock database (DB_RUNRECOVERY; every LOCK and PUT
-            // then answered 500 until the database was removed by hand), so lock-guarded
-            // replaces on Apache are withdrawn until they are safe there. See README.
             return .conditionalHeaders
         case 200..<300:
             break
@@ -126,115 +111,6 @@ extension WebDAVStore {
             return .locks
         case let reason?:
             return .unsafe("\(what) and \(reason): tidesync could silently overwrite changes made by others there, so it does not sync with it. Use a server that honours conditional requests (Nextcloud, ownCloud, Apache mod_dav) or one with working locks (rclone serve webdav)")
-        }
-    }
-
-    /// On a server that honours `If-Match`: `conditionsUnderLocks` when a LOCK is refused
-    /// for a stale `If-Match`, a write without the lock token is refused while it is held,
-    /// and one with the token but a stale version in its `If` header too (Apache mod_dav);
-    /// else `conditionalHeaders` (servers whose LOCK is missing or only pretends, as
-    /// Nextcloud's for Office clients). Probed on a scratch file, removed afterwards.
-    func probeConditionLocks(_ scratch: RemotePath) async throws(ProviderError) -> WriteGuard {
-        var put = connection.request("PUT", path: paths.requestPath(scratch), headers: [("If-None-Match", "*")])
-        put.body = .bytes(ByteBuffer())
-        let created = try await connection.send(put).status
-        guard (200..<300).contains(created.code) else {
-            logger.notice("cannot check the server's locks (a PUT of a scratch file was answered \(created.code)); writes are guarded by If-Match alone")
-            return .conditionalHeaders
-        }
-        var token: String?
-        let verdict = await conditionLockVerdict(scratch, token: &token)
-        await removeProbeFiles([scratch], token: token)
-        if verdict == .conditionsUnderLocks {
-            logger.info("the server takes locks with If-Match and enforces them; a replace holds a lock while it is sent")
-        }
-        return verdict
-    }
-
-    /// The checks of `probeConditionLocks` on the scratch file; `token` is the lock taken.
-    func conditionLockVerdict(_ scratch: RemotePath, token: inout String?) async -> WriteGuard {
-        let stale = "\"tidesync-probe-no-such-version\""
-        var guardedLock = lockRequest(scratch)
-        guardedLock.headers.add(name: "If-Match", value: stale)
-        guard let refused = try? await connection.send(guardedLock) else { return .conditionalHeaders }
-        if let held = refused.headers.first(name: "Lock-Token") { token = held }
-        guard refused.status.code == 412,
-              let locked = try? await sendLock(scratch), let held = locked.headers.first(name: "Lock-Token") else { return .conditionalHeaders }
-        token = held
-        var intruder = connection.request("PUT", path: paths.requestPath(scratch), headers: [])
-        intruder.body = .bytes(ByteBuffer(string: "x"))
-        guard (try? await connection.send(intruder).status.code) == 423 else { return .conditionalHeaders }
-        let bracketed = held.hasPrefix("<") ? held : "<\(held)>"
-        var staleWrite = connection.request("PUT", path: paths.requestPath(scratch),
-                                            headers: [("If", "<\(absoluteURL(scratch))> (\(bracketed) [\(stale)])")])
-        staleWrite.body = .bytes(ByteBuffer(string: "x"))
-        guard (try? await connection.send(staleWrite).status.code) == 412 else { return .conditionalHeaders }
-        return .conditionsUnderLocks
-    }
-
-    /// Runs `body` holding a lock on `path`, taken by a LOCK with `If-Match: version` (the
-    /// server checks the version and locks in one request), and hands it the `If` header
-    /// that names the resource, the token and the version, so the write is checked again
-    /// under the lock. A 412 is explained as for any guarded write (another version, gone,
-    /// or Apache's weak-ETag second, retried); a 423 is another client's lock, retried
-    /// later. Unlocks afterwards unless `body` removed the item (a DELETE takes its lock
-    /// with it).
-    func withConditionLock<T>(_ path: RemotePath, version: ETag, removes: Bool = false,
-                              body: (_ ifHeader: String) async throws(ProviderError) -> T) async throws(ProviderError) -> T {
-        await releaseUnreleasedLock(path)
-        var token: String?
-        // Another client's lock lasts one write: waited for a few seconds here (doubling
-        // from 250 ms) before the item backs off as locked.
-        for attempt in 0...Self.lockedRetries where token == nil {
-            if attempt > 0 {
-                do { try await Task.sleep(for: Self.lockedDelay * (1 << (attempt - 1))) } catch {
-                    throw ProviderError(.cancelled, "LOCK was cancelled")
-                }
-            }
-            var locked = true
-            try await guarded("LOCK", path, condition: .mustMatch(version)) { () throws(ProviderError) in
-                var request = lockRequest(path)
-                request.headers.add(name: "If-Match", value: version.strongHeaderValue)
-                let response = try await connection.send(request)
-                if response.status.code == 423 {
-                    locked = false
-                    return HTTPResponseStatus(statusCode: 200)
-                }
-                if (200..<300).contains(response.status.code) {
-                    guard let held = response.headers.first(name: "Lock-Token") else {
-                        throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token")
-                    }
-                    token = held
-                }
-                return response.status
-            }
-            if !locked, attempt == Self.lockedRetries {
-                throw ProviderError(.locked, "\(path) is locked on the server by another client; will retry", underlying: "HTTP 423")
-            }
-        }
-        guard let token else { throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token") }
-        let bracketed = token.hasPrefix("<") ? token : "<\(token)>"
-        // The lock lasts a minute (so one a crash leaves behind goes soon); a long upload
-        // refreshes it every 20 s, or another client could lock and write meanwhile.
-        let refresher = Task { [connection, paths] in
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: .seconds(20)) } catch { return }
-                let refresh = connection.request("LOCK", path: paths.requestPath(path),
-                                                 headers: [("If", "(\(bracketed))"), ("Timeout", Self.lockTimeout)])
-                _ = try? await connection.send(refresh)
-            }
-        }
-        defer { refresher.cancel() }
-        do throws(ProviderError) {
-            // A tagged list: untagged, Apache applies it to the parent a DELETE also checks (424).
-            let result = try await body("<\(absoluteURL(path))> (\(bracketed) [\(version.strongHeaderValue)])")
-            refresher.cancel()
-            if !removes { await unlock(path, token: token) }
-            return result
-        } catch {
-            refresher.cancel()
-            await unlock(path, token: token)
-            throw error
         }
     }
 
@@ -301,16 +177,11 @@ extension WebDAVStore {
     // MARK: Locks
 
     func sendLock(_ path: RemotePath, isFolder: Bool = false) async throws(ProviderError) -> CollectedResponse {
-        try await connection.send(lockRequest(path, isFolder: isFolder))
-    }
-
-    /// An exclusive write LOCK of `path`.
-    func lockRequest(_ path: RemotePath, isFolder: Bool = false) -> HTTPClientRequest {
         var request = connection.request("LOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [
             ("Depth", isFolder ? "infinity" : "0"), ("Timeout", Self.lockTimeout), ("Content-Type", "application/xml; charset=utf-8"),
         ])
         request.body = .bytes(ByteBuffer(string: Self.lockBody))
-        return request
+        return try await connection.send(request)
     }
 
     /// `If: (<token>)`, or a tagged list naming `resource` (RFC 4918 §10.4): then the
@@ -320,26 +191,16 @@ extension WebDAVStore {
         return (resource.map { "<\($0)> " } ?? "") + "(\(bracketed))"
     }
 
-    /// Releases our lock on `path`. When the server cannot be asked (a failure, a 5xx), the
-    /// token is kept in `unreleasedLocks` and released before our next lock of `path`.
     func unlock(_ path: RemotePath, token: String, isFolder: Bool = false) async {
         let request = connection.request("UNLOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [("Lock-Token", token)])
         do {
             let status = try await connection.send(request).status
-            if status.code >= 500 { unreleasedLocks.withLock { $0[path] = token } }
             if !(200..<300).contains(status.code) {
                 logger.warning("UNLOCK \(path) answered \(status.code); the lock expires by itself", metadata: ["path": "\(path)"])
             }
         } catch {
-            unreleasedLocks.withLock { $0[path] = token }
-            logger.warning("cannot UNLOCK \(path) (\(error.message)); it is released before the next write there, or expires by itself")
+            logger.warning("cannot UNLOCK \(path) (\(error.message)); the lock expires by itself")
         }
-    }
-
-    /// Releases a lock of ours on `path` an earlier UNLOCK could not (see `unlock`).
-    func releaseUnreleasedLock(_ path: RemotePath) async {
-        guard let token = unreleasedLocks.withLock({ $0.removeValue(forKey: path) }) else { return }
-        await unlock(path, token: token)
     }
 
     /// Runs `body` with the token of a lock on `path`, after checking under that lock that

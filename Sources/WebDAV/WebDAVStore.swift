@@ -26,12 +26,8 @@ public final class WebDAVStore: RemoteStore {
     let depthInfinity = Mutex<Bool?>(nil)
     /// False once the server answered COPY with "not allowed" or "not implemented".
     let copies = Mutex(true)
-    /// Locks of ours the server did not confirm releasing (an UNLOCK that failed or timed
-    /// out), by path: released before this store locks that path again, so our own stale
-    /// lock does not hold our next write back for its timeout.
-    let unreleasedLocks = Mutex<[RemotePath: String]>([:])
-    /// How often a LOCK refused with 423 (another client's write under way) is tried
-    /// again before the item backs off, and the first wait (doubling).
+    /// How often a write refused with 423 or 424 (another client's write under way holds
+    /// a lock) is tried again before the item backs off, and the first wait (doubling).
     static let lockedRetries = 4
     static let lockedDelay = Duration.milliseconds(250)
     /// The probe of how writes are guarded on this server (`writeGuard()`), once started.
