@@ -48,7 +48,7 @@ public final class DomainService: Sendable {
         let monitor = monitor ?? DomainMonitor(name: domain.name)
         monitor.attach(state)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
-                                observer: monitor)
+                                observer: monitor, placeholders: Self.placeholders(domain.placeholders, folder: folder, logger: logger))
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete),
@@ -58,6 +58,15 @@ public final class DomainService: Sendable {
         self.stop = stop
         self.logger = logger
         self.monitor = monitor
+    }
+
+    /// The placeholder port `settings` ask for. Files on demand is not built yet: every mode
+    /// downloads whole files, and a domain that asked for placeholders is told so.
+    static func placeholders(_ settings: PlaceholderSettings, folder: LocalFolder, logger: Logger) -> any PlaceholderPort {
+        if settings.mode != .off {
+            logger.notice("placeholders mode \"\(settings.mode.rawValue)\" is not available yet: files are downloaded whole")
+        }
+        return PlaceholdersOff(folder: folder)
     }
 
     /// Syncs until stopped: the watcher's settled changes, the remote every

@@ -144,14 +144,26 @@ extension PlanRunner {
                           operation: Int64?, temporary: URL, context: Context,
                           progress: TransferProgress?) async throws(ProviderError) {
         if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
-        let etag = try await provider.download(path, version: version, into: temporary,
-                                               resuming: LocalFolder.isResumablePart(temporary.lastPathComponent),
-                                               progress: progress)
-        var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: etag)
-        let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
-        entry.etag = etag ?? entry.etag
-        entry.size = stat.size
-        try provider.record(at: path, item: item, kind: .file, remote: entry, local: stat, operation: operation)
+        var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: version)
+        let placed = try await placeholders.bringDown(entry, at: path, replacing: replacing, temporary: temporary,
+                                                      bytes: remoteBytes(path, version: version, item: item, progress: progress))
+        entry.etag = placed.version ?? entry.etag
+        if placed.state == .materialized { entry.size = placed.stat.size }
+        try provider.record(at: path, item: item, kind: .file, remote: entry, local: placed.stat,
+                            materialization: placed.state, operation: operation)
+    }
+
+    /// The engine's downloads of `version` of the file at `path`, for the placeholder port.
+    func remoteBytes(_ path: RemotePath, version: ETag?, item: ItemIdentifier?, progress: TransferProgress?) -> RemoteBytes {
+        let provider = provider
+        return RemoteBytes(whole: { destination async throws(ProviderError) -> ETag? in
+            try await provider.download(path, version: version, into: destination,
+                                        resuming: LocalFolder.isResumablePart(destination.lastPathComponent), progress: progress)
+        }, range: { range, destination async throws(ProviderError) -> ByteRange in
+            guard let item else { throw ProviderError(.noSuchItem, "\(path) has no item yet; its bytes come down whole") }
+            return try await provider.fetchPartialContents(for: item, version: ItemVersion(content: version), minimalRange: range,
+                                                           alignment: 1, into: destination, progress: progress).range
+        })
     }
 
     /// Returns false when something was kept (the row is forgotten all the same).

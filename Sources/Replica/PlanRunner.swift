@@ -20,11 +20,16 @@ public final class PlanRunner: Sendable {
     let stop: StopFlag
     /// Told what runs, for `tidesync status`; may hold new steps back (pause).
     let observer: (any PlanObserver)?
+    /// How remote files are put in the folder (whole, or as placeholders): every download
+    /// goes through it.
+    public let placeholders: any PlaceholderPort
 
+    /// A runner; `placeholders` defaults to `PlaceholdersOff` (whole files).
     public init(provider: SyncProvider, folder: LocalFolder, transfers: Int, logger: Logger, stop: StopFlag = StopFlag(),
-                observer: (any PlanObserver)? = nil) {
+                observer: (any PlanObserver)? = nil, placeholders: (any PlaceholderPort)? = nil) {
         self.provider = provider
         self.folder = folder
+        self.placeholders = placeholders ?? PlaceholdersOff(folder: folder)
         self.transfers = max(1, transfers)
         self.logger = logger
         self.stop = stop

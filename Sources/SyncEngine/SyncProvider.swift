@@ -83,11 +83,12 @@ public final class SyncProvider: Sendable {
 
     /// Records that both sides hold the item at `path` with these versions, and completes
     /// `operation`, in one transaction. The row is `item`'s, else the row already at `path`
-    /// of the same kind (a replay), else a new one.
+    /// of the same kind (a replay), else a new one. `materialization` is what a file holds
+    /// locally, as the placeholder port placed it.
     @discardableResult
     public func record(at path: RemotePath, item: ItemIdentifier?, kind: ItemKind, remote: RemoteEntry?,
                        local: LocalStat?, symlinkTarget: String? = nil, bundleMembers: [BundleMember]? = nil,
-                       operation: Int64?) throws(ProviderError) -> ItemRecord {
+                       materialization: Materialization = .materialized, operation: Int64?) throws(ProviderError) -> ItemRecord {
         let parent = try requireParent(of: path)
         var existing = try item.flatMap { id throws(ProviderError) in try state.item(id) }
         if existing == nil, let there = try state.item(parent: parent, name: path.name), there.kind == kind {
@@ -98,7 +99,7 @@ public final class SyncProvider: Sendable {
                                 size: kind == .folder ? 0 : remote?.size ?? local?.size ?? 0,
                                 remoteETag: remote?.etag, remoteFileID: remote?.fileID,
                                 symlinkTarget: kind == .symlink ? symlinkTarget ?? remote?.symlinkTarget : nil,
-                                contentHash: nil, local: local, materialization: .materialized,
+                                contentHash: nil, local: local, materialization: kind == .file ? materialization : .materialized,
                                 pinState: existing?.pinState ?? .inherited)
         let moved = existing.map { $0.parentID != parent || !$0.name.utf8.elementsEqual(path.name.utf8) } ?? false
         var changes: [StateChange] = [.upsert(record)]

@@ -1,0 +1,52 @@
+import Foundation
+import SyncEngine
+
+/// The placeholder port of a domain without files on demand: every remote file comes down
+/// whole, through a temporary file renamed into place, and nothing is ever dataless. The
+/// null object of `PlaceholderPort` (Nextcloud's `VfsOff`).
+public struct PlaceholdersOff: PlaceholderPort {
+    public let folder: LocalFolder
+
+    public init(folder: LocalFolder) {
+        self.folder = folder
+    }
+
+    public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
+                          bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
+        let version = try await bytes.whole(temporary)
+        let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
+        return PlacedFile(stat: stat, state: .materialized, version: version ?? entry.etag)
+    }
+
+    /// Every file is whole: nothing to fetch.
+    public func hydrate(_ path: RemotePath, range: ByteRange, bytes: RemoteBytes) async throws(ProviderError) -> Materialization {
+        try state(of: path)
+    }
+
+    /// Every file is whole: returns it as it is.
+    public func materialize(_ path: RemotePath, bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
+        let file = try existingFile(path)
+        return PlacedFile(stat: file.stat, state: .materialized, version: nil)
+    }
+
+    public func evict(_ path: RemotePath) async throws(ProviderError) -> PlacedFile {
+        _ = try existingFile(path)
+        throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) stays downloaded: files on demand is off for this "
+                            + "domain; set mode = \"auto\" under [domain.placeholders] in the config to let files be evicted")
+    }
+
+    public func state(of path: RemotePath) throws(ProviderError) -> Materialization {
+        _ = try existingFile(path)
+        return .materialized
+    }
+
+    private func existingFile(_ path: RemotePath) throws(ProviderError) -> LocalScanEntry {
+        guard let entry = folder.entry(at: path) else {
+            throw ProviderError(.noSuchItem, "\(folder.absolute(path)) does not exist")
+        }
+        guard entry.kind == .file else {
+            throw ProviderError(.noSuchItem, "\(folder.absolute(path)) is not a file (it is a \(entry.kind))")
+        }
+        return entry
+    }
+}
