@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Already built into every binary through async-http-client: runs the daemon's services.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(name: "SyncModel"),
@@ -53,11 +55,13 @@ let package = Package(
         .target(name: "Daemon", dependencies: [
             "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "tidesync", dependencies: [
             "Daemon", "TidesyncConfig", "Replica", "SyncEngine", "Control",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // Hashing throughput through `LocalFolder`'s code path (packaging/bench/hash-bench.sh).
         .executableTarget(name: "HashBench", dependencies: ["Replica", "SyncEngine"], path: "packaging/bench/HashBench"),

@@ -2,6 +2,7 @@ import Control
 import Foundation
 import Logging
 import Replica
+import ServiceLifecycle
 import SyncEngine
 import SyncModel
 import Synchronization
@@ -57,9 +58,17 @@ public final class Supervisor: Sendable {
         state.withLock { table in table.configuration.domains.compactMap { table.running[$0.name] } }
     }
 
-    /// Starts every domain, then returns when `stop()` was called and every domain ended.
-    /// Call it once.
+    /// Starts every domain, then returns when `stop()` was called (or, in a `ServiceGroup`,
+    /// graceful shutdown began) and every domain ended. Call it once.
     public func run() async {
+        await withGracefulShutdownHandler {
+            await runDomains()
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    private func runDomains() async {
         for domain in configuration.domains { start(domain) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let stopped = state.withLock { table -> Bool in
@@ -141,6 +150,10 @@ public final class Supervisor: Sendable {
         }
     }
 }
+
+/// In the daemon's `ServiceGroup`, graceful shutdown stops every domain after its running
+/// transfers.
+extension Supervisor: Service {}
 
 /// What a reload changes, decided from the old and new configuration alone.
 public struct ReloadPlan: Sendable, Equatable {

@@ -4,6 +4,7 @@ import Daemon
 import Dispatch
 import Foundation
 import Logging
+import ServiceLifecycle
 import Replica
 import SyncEngine
 import TidesyncConfig
@@ -112,46 +113,40 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let notifier = ServiceNotifier()
-        var signals = Self.handleStopSignals(logger: logger) {
-            notifier.send("STOPPING=1")
-            supervisor.stop()
-        }
-        signals.append(Self.handleReload(path: path, cliLevel: logLevel, level: level, supervisor: supervisor,
-                                         notifier: notifier, logger: logger))
+        let signals = Self.handleSecondStopSignal(logger: logger)
+            + [Self.handleReload(path: path, cliLevel: logLevel, level: level, supervisor: supervisor,
+                                 notifier: notifier, logger: logger)]
         defer { signals.forEach { $0.cancel() } }
         logger.info("started: \(configuration.domains.count) domain(s); control socket \(configuration.socketPath)")
-        let reporting = Task { await Self.report(supervisor, to: notifier) }
-        await supervisor.run()
-        reporting.cancel()
-        server.stop()
+        // Shut down in reverse: reports (STOPPING=1), then the domains, then the socket.
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: ControlSocketService(server: server)), .init(service: supervisor),
+                       .init(service: ServiceManagerReports(supervisor: supervisor, notifier: notifier, logger: logger))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do { try await group.run() } catch {
+            logger.error("a service of the daemon failed: \(error)")
+            server.stop()
+            throw ExitCode(1)
+        }
         logger.info("stopped")
     }
 
-    /// Sends READY=1 once every domain has finished its first scan, and a STATUS= line when
-    /// it changes (at most one message a second), until cancelled. It looks only when the
-    /// supervisor signals a change: an idle daemon sends nothing and wakes for nothing.
-    private static func report(_ supervisor: Supervisor, to notifier: ServiceNotifier) async {
-        guard notifier.socketName != nil else { return }
-        var announcer = ServiceAnnouncer()
-        for await _ in supervisor.statusChanges.stream() {
-            await announce(supervisor, to: notifier, &announcer)
-        }
-    }
-
-    /// Sends what is new until the service manager knows it all (waiting out the rate limit
-    /// or a failed send's retry delay; changes meanwhile are included).
-    private static func announce(_ supervisor: Supervisor, to notifier: ServiceNotifier,
-                                 _ announcer: inout ServiceAnnouncer) async {
-        while !Task.isCancelled {
-            let domains = supervisor.domains.map { (name: $0.domain.name, snapshot: $0.monitor.snapshot()) }
-            switch announcer.next(for: domains, now: .now) {
-            case .nothing:
-                return
-            case .wait(let instant):
-                try? await Task.sleep(until: instant, clock: .continuous)
-            case .send(let announcement):
-                announcer.sent(announcement, delivered: notifier.send(announcement.text), at: .now)
+    /// The `ServiceGroup` stops the daemon on the first SIGTERM or SIGINT; a second one exits
+    /// at once (interrupted work is redone at the next start).
+    private static func handleSecondStopSignal(logger: Logger) -> [any DispatchSourceSignal] {
+        let seen = StopFlag()
+        return [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if seen.isStopped {
+                    logger.warning("second signal: exiting now; interrupted work is redone at the next start")
+                    Glibc.exit(1)
+                }
+                seen.stop()
             }
+            source.resume()
+            return source
         }
     }
 
