@@ -74,7 +74,7 @@ let package = Package(
             "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine"]),
+        .testTarget(name: "ReplicaTests", dependencies: ["Replica", "SyncEngine", "SystemCalls"]),
         .testTarget(name: "WebDAVTests", dependencies: [
             "WebDAV", "SyncEngine", "SyncModel", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
