@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -271,7 +272,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     @Test("kill -9 at random moments of a 2 000-file initial sync", arguments: Remote.available)
     func killDuringInitialSync(remote: Remote) async throws {
         try configure(remote, transfers: 8)
-        var generator = SeededGenerator(seed: 20261123)
+        var generator = SeededRandom(seed: 20261123)
         for index in 0..<2000 {
             let folder = local + "/d\(index % 40)"
             if index < 40 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
@@ -287,19 +288,6 @@ final class CrashRecoveryTests: @unchecked Sendable {
             await kill9(daemon)
         }
         try await expectConverged(expected)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing run can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
