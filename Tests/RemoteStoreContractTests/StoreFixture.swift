@@ -175,16 +175,3 @@ func withStore(_ kind: StoreKind, _ body: (StoreFixture) async throws -> Void) a
 
 /// `p("a/b")`: a RemotePath literal for tests.
 func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
-
-/// Expects `body` to throw a ProviderError with `code`.
-func expectCode<T>(_ code: ProviderError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-                   _ body: () async throws -> T) async {
-    do {
-        _ = try await body()
-        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
-    } catch let error as ProviderError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected ProviderError \(code), got \(error)", sourceLocation: sourceLocation)
-    }
-}

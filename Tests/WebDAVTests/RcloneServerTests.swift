@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// The private `rclone serve webdav` of `packaging/rclone-dav.sh`, when `packaging/test.sh`
