@@ -21,7 +21,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         case localDirectory, apache
         var testDescription: String { rawValue }
         static var available: [Remote] {
-            ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] == nil ? [.localDirectory] : allCases
+            !TestApache.depthInfinityConfigured ? [.localDirectory] : allCases
         }
     }
 
@@ -38,7 +38,6 @@ final class CrashRecoveryTests: @unchecked Sendable {
 
     /// Writes the config for `remote` and makes its empty remote folder.
     func configure(_ remote: Remote, transfers: Int = 4) throws {
-        let env = ProcessInfo.processInfo.environment
         environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
                        "PATH": "/usr/bin:/bin"]
         var domain = "[[domain]]\nname = \"crash\"\nlocal = \"~/Cloud\"\ntransfers = \(transfers)\npoll_interval = \"1s\"\n"
@@ -49,13 +48,11 @@ final class CrashRecoveryTests: @unchecked Sendable {
             domain += "remote = \"file://\(remoteDisk)\"\n"
         case .apache:
             let collection = "crash-" + UUID().uuidString.prefix(8)
-            remoteDisk = env["TIDESYNC_TEST_DAV_INF_ROOT"]! + "/" + collection
+            remoteDisk = TestApache.depthInfinityDiskRoot! + "/" + collection
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
-            if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
-                try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: remoteDisk)
-            }
-            domain += "remote = \"\(env["TIDESYNC_TEST_DAV_INF_URL"]!)\(collection)/\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"]!)\"\n"
-            environment["TIDESYNC_PASSWORD_CRASH"] = env["TIDESYNC_TEST_DAV_PASSWORD"]
+            try TestApache.giveToServer(remoteDisk)
+            domain += "remote = \"\(TestApache.depthInfinityURLText!)\(collection)/\"\nusername = \"\(TestApache.user!)\"\n"
+            environment["TIDESYNC_PASSWORD_CRASH"] = TestApache.password
         }
         try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
         try Data(("log_level = \"info\"\n" + domain).utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
@@ -239,7 +236,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         try configure(remote)
         try await Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: remoteDisk + "/small.txt"))
-        if remote == .apache, getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] {
+        if remote == .apache, getuid() == 0, let owner = TestApache.owner {
             for name in ["big.bin", "small.txt"] {
                 try FileManager.default.setAttributes([.ownerAccountName: owner], ofItemAtPath: remoteDisk + "/" + name)
             }

@@ -1,6 +1,7 @@
 @testable import Control
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -48,11 +49,10 @@ final class DaemonFixture {
     func configure(url: String? = nil, disk: String? = nil, password: String? = nil, extra: String = "",
                    topLevel: String = "", poll: String = "1s") throws {
         var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"\(poll)\"\n" + extra
-        let env = ProcessInfo.processInfo.environment
         if let url, let disk {
             remoteDisk = disk
-            domain += "remote = \"\(url)\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"\n"
-            environment["TIDESYNC_PASSWORD_ST"] = password ?? env["TIDESYNC_TEST_DAV_PASSWORD"]
+            domain += "remote = \"\(url)\"\nusername = \"\(TestApache.user ?? "tidesync")\"\n"
+            environment["TIDESYNC_PASSWORD_ST"] = password ?? TestApache.password
         } else {
             remoteDisk = home + "/store"
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
@@ -63,14 +63,11 @@ final class DaemonFixture {
 
     /// A fresh collection on the shared Apache (the test script's), or nil when it is not running.
     static func sharedApacheCollection() throws -> (url: String, disk: String)? {
-        let env = ProcessInfo.processInfo.environment
-        guard let base = env["TIDESYNC_TEST_DAV_INF_URL"], let root = env["TIDESYNC_TEST_DAV_INF_ROOT"] else { return nil }
+        guard let base = TestApache.depthInfinityURLText, let root = TestApache.depthInfinityDiskRoot else { return nil }
         let name = "st-" + UUID().uuidString.prefix(8)
         let disk = root + "/" + name
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: disk)
-        }
+        try TestApache.giveToServer(disk)
         return (base + name + "/", disk)
     }
 

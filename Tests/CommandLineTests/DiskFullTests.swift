@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,7 @@ struct DiskFullTests {
         case localDirectory, apache
         var testDescription: String { rawValue }
         static var available: [Store] {
-            ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil ? allCases : [.localDirectory]
+            TestApache.depthInfinityConfigured ? allCases : [.localDirectory]
         }
     }
 
@@ -134,7 +135,7 @@ struct DiskFullTests {
     }
 
     static func giveToServer(_ path: String, store: Store) {
-        guard store == .apache, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] else { return }
+        guard store == .apache, let owner = TestApache.owner else { return }
         try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -12,14 +13,14 @@ extension CrashRecoveryTests {
 
     /// This collection's lines in Apache's access log.
     func accessLogLines() -> [String] {
-        guard let path = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"],
+        guard let path = TestApache.accessLog,
               let text = FileManager.default.contents(atPath: path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }
 
     @Test("kill -9 during a download of 200 MiB: the restart asks only for the rest",
-          .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] != nil, "needs the private Apache"))
+          .enabled(if: TestApache.accessLog != nil, "needs the private Apache"))
     func resumeAfterKill() async throws {
         try configure(.apache)
         // Sizes in MiB; the environment can ask for others to measure by hand (1024 and 900).
@@ -63,12 +64,12 @@ extension CrashRecoveryTests {
             try handle.close()
         }
         var attributes: [FileAttributeKey: Any] = [.modificationDate: Date().addingTimeInterval(-3600 - Double(seed))]
-        if getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] { attributes[.ownerAccountName] = owner }
+        if getuid() == 0, let owner = TestApache.owner { attributes[.ownerAccountName] = owner }
         try FileManager.default.setAttributes(attributes, ofItemAtPath: path)
     }
 
     @Test("a part of a version the server no longer has is removed, never resumed",
-          .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] != nil, "needs the private Apache"))
+          .enabled(if: TestApache.accessLog != nil, "needs the private Apache"))
     func stalePartRemoved() async throws {
         try configure(.apache)
         try await writeOld(megabytes: 100, seed: 0)

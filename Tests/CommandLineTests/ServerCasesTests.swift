@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The crash tests run over `CrashRecoveryTests.Remote.available`, and the two-client test
 /// needs the private Apache: without it their Apache cases are left out. This test is
@@ -7,7 +8,7 @@ import Testing
 @Suite("the command-line tests' server")
 struct CommandLineServerTests {
     @Test("the private Apache answers, so the crash tests also run their Apache case",
-          .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil,
+          .enabled(if: TestApache.depthInfinityConfigured,
                    "the private Apache is not running (TIDESYNC_TEST_DAV_INF_URL unset): the crash tests ran on the local-directory store only and the two-client test did not run; packaging/test.sh starts it"))
     func apacheAnswers() throws {
         #expect(CrashRecoveryTests.Remote.available.contains(.apache))
@@ -15,9 +16,8 @@ struct CommandLineServerTests {
         defer { try? FileManager.default.removeItem(atPath: disk) }
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        let env = ProcessInfo.processInfo.environment
         curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PROPFIND", "-H", "Depth: 0",
-                          "-u", "\(env["TIDESYNC_TEST_DAV_USER"] ?? ""):\(env["TIDESYNC_TEST_DAV_PASSWORD"] ?? "")", url]
+                          "-u", "\(TestApache.user ?? ""):\(TestApache.password ?? "")", url]
         let output = Pipe()
         curl.standardOutput = output
         try curl.run()

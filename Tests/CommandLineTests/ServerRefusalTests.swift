@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// domain until the password command gives the new password, without a config edit.
 @Suite("server refusals against the real binary",
        .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"),
-       .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil,
+       .enabled(if: TestApache.depthInfinityConfigured,
                 "the private Apache is not running (packaging/test.sh starts it)"))
 final class ServerRefusalTests {
     @Test("a file the server denies (403) is skipped and reported; the others sync; the domain is not parked")

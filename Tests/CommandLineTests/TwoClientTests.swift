@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -29,7 +30,7 @@ struct TwoClientTests {
 
 /// The test's settings from the environment, and the test itself.
 enum TwoClientSettings {
-    static var apacheConfigured: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
+    static var apacheConfigured: Bool { TestApache.depthInfinityConfigured }
 
     static var seeds: [UInt64] {
         let text = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? "7,1207,90210,4242,31337"
@@ -193,7 +194,6 @@ final class TwoClientWorld: @unchecked Sendable {
             (self.url, remoteDisk) = (url, disk)
         }
         clients = ["A", "B"].map { TwoClientPeer(name: $0, home: base + "-" + $0) }
-        let env = ProcessInfo.processInfo.environment
         for client in clients {
             try FileManager.default.createDirectory(atPath: client.local, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: client.home + "/.config/tidesync", withIntermediateDirectories: true)
@@ -204,7 +204,7 @@ final class TwoClientWorld: @unchecked Sendable {
                 name = "two"
                 local = "~/Cloud"
                 remote = "\(url)"
-                \(url.hasPrefix("file:") ? "" : "username = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"")
+                \(url.hasPrefix("file:") ? "" : "username = \"\(TestApache.user ?? "tidesync")\"")
                 poll_interval = "1s"
                 debounce = "200ms"
 
@@ -214,14 +214,13 @@ final class TwoClientWorld: @unchecked Sendable {
     }
 
     func start() throws {
-        let env = ProcessInfo.processInfo.environment
         for client in clients {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Binary.path!)
             process.arguments = ["run"]
             process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
                                    "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
-                                   "TIDESYNC_PASSWORD_TWO": env["TIDESYNC_TEST_DAV_PASSWORD"] ?? ""]
+                                   "TIDESYNC_PASSWORD_TWO": TestApache.password ?? ""]
             _ = FileManager.default.createFile(atPath: client.home + "/daemon.log", contents: nil)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle(forWritingAtPath: client.home + "/daemon.log")

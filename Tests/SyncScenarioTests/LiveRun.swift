@@ -3,6 +3,7 @@ import Logging
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -196,7 +197,7 @@ extension SyncWorld {
     /// Lines of Apache's access log about this world's collection so far (empty for the
     /// local-directory store).
     func accessLogLines() -> [String] {
-        guard remote == .apache, let path = Server.accessLog, let text = Self.read(path) else { return [] }
+        guard remote == .apache, let path = TestApache.accessLog, let text = Self.read(path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return text.split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }

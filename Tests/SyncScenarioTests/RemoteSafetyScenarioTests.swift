@@ -5,6 +5,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)
@@ -151,7 +152,7 @@ struct RemoteSafetyScenarioTests {
 
     /// Chowns files a root test made on Apache's disk to Apache's user.
     static func giveToServer(_ remote: Remote, _ paths: [String]) {
-        guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
+        guard remote == .apache, getuid() == 0, let owner = TestApache.owner else { return }
         for path in paths {
             try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
         }
@@ -197,12 +198,12 @@ struct RemoteSafetyScenarioTests {
             try await body(LocalDirectoryStore(root: disk), disk)
         case .apache:
             let name = "b-\(UUID().uuidString.prefix(8))"
-            let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
             _ = try await root.makeFolder(at: RemotePath([name]))
-            let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(name, isDirectory: true)),
+            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(name, isDirectory: true)),
                                     connections: 4)
             do {
-                try await body(store, Server.diskRoot + "/" + name)
+                try await body(store, TestApache.depthInfinityDiskRoot! + "/" + name)
             } catch {
                 await store.shutdown()
                 try? await root.delete(RemotePath([name]), version: nil)

@@ -5,6 +5,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)
@@ -19,22 +20,13 @@ enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    static var available: [Remote] { Server.configured ? allCases : [.localDirectory] }
+    static var available: [Remote] { TestApache.depthInfinityConfigured ? allCases : [.localDirectory] }
 }
 
-/// The private Apache (see `packaging/dav-server.sh`).
-enum Server {
-    static let environment = ProcessInfo.processInfo.environment
-    static var configured: Bool { environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
-    static var url: URL { URL(string: environment["TIDESYNC_TEST_DAV_INF_URL"]!)! }
-    static var diskRoot: String { environment["TIDESYNC_TEST_DAV_INF_ROOT"]! }
-    static var user: String { environment["TIDESYNC_TEST_DAV_USER"] ?? "" }
-    static var password: String { environment["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
-    static var owner: String? { environment["TIDESYNC_TEST_DAV_OWNER"] }
-    static var accessLog: String? { environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] }
-
+extension TestApache {
+    /// An endpoint at `base` on the private Apache with the test account.
     static func endpoint(_ base: URL) throws -> WebDAVEndpoint {
-        try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
+        try WebDAVEndpoint(baseURL: base, username: user ?? "", password: password ?? "", allowInsecureHTTP: false)
     }
 }
 
@@ -69,18 +61,18 @@ final class SyncWorld: @unchecked Sendable {
             webDAV = nil
             collection = nil
         case .apache:
-            let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
             do { _ = try await root.makeFolder(at: RemotePath([unique])) } catch {
                 await root.shutdown()  // a client dropped unshut stops the whole test process
                 throw error
             }
             await root.shutdown()
-            let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(unique, isDirectory: true)),
+            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(unique, isDirectory: true)),
                                     connections: 2 * transfers)
             self.store = store
             webDAV = store
             collection = unique
-            remoteDisk = Server.diskRoot + "/" + unique
+            remoteDisk = TestApache.depthInfinityDiskRoot! + "/" + unique
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         provider = SyncProvider(store: store, state: database)
@@ -115,7 +107,7 @@ final class SyncWorld: @unchecked Sendable {
 
     func close() async {
         await webDAV?.shutdown()
-        if let collection, let endpoint = try? Server.endpoint(Server.url) {
+        if let collection, let endpoint = try? TestApache.endpoint(TestApache.depthInfinityURL!) {
             let root = WebDAVStore(endpoint: endpoint, connections: 1)
             try? await root.delete(RemotePath([collection]), version: nil)
             await root.shutdown()
@@ -145,7 +137,7 @@ final class SyncWorld: @unchecked Sendable {
 
     /// Chowns what a root test made on Apache's disk (and the folders above it) to Apache's user.
     func giveToServer(_ relative: String) {
-        guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
+        guard remote == .apache, getuid() == 0, let owner = TestApache.owner else { return }
         var parts = relative.split(separator: "/").map(String.init)
         while !parts.isEmpty {
             try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner],

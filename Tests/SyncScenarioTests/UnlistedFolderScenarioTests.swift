@@ -3,6 +3,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 /// A remote folder the server will not list (issue 13, item 1): nothing below it is
@@ -16,7 +17,7 @@ struct UnlistedFolderScenarioTests {
         case apache403
         case memory503
         var testDescription: String { rawValue }
-        static var available: [Refusal] { Server.configured ? allCases : [.memory503] }
+        static var available: [Refusal] { TestApache.depthInfinityConfigured ? allCases : [.memory503] }
     }
 
     @Test("nothing below it is deleted or uploaded; the rest syncs; status names it", arguments: Refusal.available)
@@ -106,11 +107,11 @@ final class UnlistedWorld: @unchecked Sendable {
         case .memory503:
             store = InMemoryRemoteStore()
         case .apache403:
-            let base = URL(string: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_URL"]!)!
-            let root = WebDAVStore(endpoint: try Server.endpoint(base), connections: 1)
+            let base = URL(string: TestApache.urlText!)!
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(base), connections: 1)
             _ = try await root.makeFolder(at: RemotePath([collection]))
             await root.shutdown()
-            store = WebDAVStore(endpoint: try Server.endpoint(base.appendingPathComponent(collection, isDirectory: true)))
+            store = WebDAVStore(endpoint: try TestApache.endpoint(base.appendingPathComponent(collection, isDirectory: true)))
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         pass = SyncWorld.makePass(store: store, database: database, localRoot: scratch + "/local", massDelete: massDelete,
@@ -120,8 +121,8 @@ final class UnlistedWorld: @unchecked Sendable {
     func close() async {
         if let dav = store as? WebDAVStore {
             await dav.shutdown()
-            let base = URL(string: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_URL"]!)!
-            if let endpoint = try? Server.endpoint(base) {
+            let base = URL(string: TestApache.urlText!)!
+            if let endpoint = try? TestApache.endpoint(base) {
                 let root = WebDAVStore(endpoint: endpoint, connections: 1)
                 try? await root.delete(RemotePath([collection]), version: nil)
                 await root.shutdown()

@@ -21,6 +21,10 @@ public enum TestApache {
     public static var urlText: String? { environment["TIDESYNC_TEST_DAV_URL"] }
     /// The base URL of the `DavDepthInfinity On` share, ending in `/`.
     public static var depthInfinityURLText: String? { environment["TIDESYNC_TEST_DAV_INF_URL"] }
+    /// `urlText` as a URL.
+    public static var url: URL? { urlText.flatMap { URL(string: $0) } }
+    /// `depthInfinityURLText` as a URL.
+    public static var depthInfinityURL: URL? { depthInfinityURLText.flatMap { URL(string: $0) } }
     /// The folder on this machine that the `DavDepthInfinity Off` share serves.
     public static var diskRoot: String? { environment["TIDESYNC_TEST_DAV_ROOT"] }
     /// The folder on this machine that the `DavDepthInfinity On` share serves.
@@ -49,6 +53,8 @@ public enum TestRclone {
     public static var configured: Bool { TestApache.environment["TIDESYNC_TEST_RCLONE_URL"] != nil }
     /// Its base URL, ending in `/`.
     public static var urlText: String? { TestApache.environment["TIDESYNC_TEST_RCLONE_URL"] }
+    /// `urlText` as a URL.
+    public static var url: URL? { urlText.flatMap { URL(string: $0) } }
     /// The test account's user name.
     public static var user: String? { TestApache.environment["TIDESYNC_TEST_RCLONE_USER"] }
     /// The test account's password.
