@@ -39,7 +39,7 @@ extension CrashRecoveryTests {
         try await makeBundle(local + "/Big.app", count: 600, tag: "v1", bigMegabytes: 60)
         let before = await Self.tree(local)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 60) { [self] in
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [self] in
             remoteScratch().contains { Self.tree(remoteDisk + "/" + $0).count > 100 }
         }
         await kill9(daemon)

@@ -60,64 +60,21 @@ final class CrashRecoveryTests: @unchecked Sendable {
 
     /// Starts `tidesync run --once` in the background.
     func start() throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        return process
+        try Binary.start(["run", "--once"], environment: environment)
     }
 
     /// Runs `tidesync run --once` to the end.
     func runToEnd() async throws -> Binary.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = environment
         let log = home + "/run-once.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        await Self.exit(of: process)
+        let process = try Binary.start(["run", "--once"], environment: environment, log: log)
+        await waitForExit(process)
         let errors = FileManager.default.contents(atPath: log) ?? Data()
         return Binary.Result(status: process.terminationStatus, output: "", errors: String(decoding: errors, as: UTF8.self))
     }
 
-    /// Waits for `process` to end without blocking a thread: tests share a few threads
-    /// (one per core), and a test blocked in waitpid stalls every other test's tasks.
-    static func exit(of process: Process) async {
-        let box = UncheckedBox(process)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread { box.value.waitUntilExit(); done.resume() }.start()
-        }
-    }
-
-    /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
-    /// Polls on a thread of its own, so the moment is caught even when the test threads are busy.
-    func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        await Self.wait(for: process, seconds: seconds, until: condition)
-    }
-
-    static func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let box = UncheckedBox(process)
-        return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-            Thread {
-                let end = Date().addingTimeInterval(seconds)
-                while Date() < end, box.value.isRunning {
-                    if condition() { return done.resume(returning: true) }
-                    usleep(20_000)
-                }
-                done.resume(returning: condition())
-            }.start()
-        }
-    }
-
     func kill9(_ process: Process) async {
         kill(process.processIdentifier, SIGKILL)
-        await Self.exit(of: process)
+        await waitForExit(process)
     }
 
     /// Every file below `root` with its size and a checksum, folders as -1; tidesync's lock
@@ -138,7 +95,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
 
     /// `tree(root)` on a thread of its own: big files are read whole by md5sum, which would
     /// hold a test thread for seconds. Async tests use this one; the sync one serves the
-    /// conditions `wait(for:seconds:until:)` polls on its own thread.
+    /// conditions `waitOnOwnThread(for:timeout:until:)` polls on its own thread.
     static func tree(_ root: String) async -> [String: String] {
         (try? await onOwnThread { tree(root) }) ?? [:]
     }
@@ -220,7 +177,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         // The store's PUT is atomic (Apache: .davfs.tmp renamed when complete): while the
         // bytes arrive, no reader sees a file under the real name.
         let visibleEarly = Flag()
-        let caught = await wait(for: daemon, seconds: 60) { [remoteDisk] in
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [remoteDisk] in
             guard Self.partialSize(in: remoteDisk, prefix: partial) > 20 << 20 else { return false }
             visibleEarly.value = FileManager.default.fileExists(atPath: remoteDisk + "/big.bin")
             return true
@@ -243,7 +200,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         }
         let expected = await Self.tree(remoteDisk)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 60) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
         await kill9(daemon)
         #expect(caught, "the download was never seen in progress")
         try await expectConverged(expected)
@@ -253,16 +210,11 @@ final class CrashRecoveryTests: @unchecked Sendable {
     func sigterm() async throws {
         try configure(.localDirectory)
         try Data("x".utf8).write(to: URL(fileURLWithPath: local + "/x.txt"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run"]
-        process.environment = environment
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let synced = await wait(for: process, seconds: 30) { [remoteDisk] in FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
+        let process = try Binary.start(["run"], environment: environment)
+        let synced = await waitOnOwnThread(for: process, timeout: .seconds(30)) { [remoteDisk] in FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
         #expect(synced)
         kill(process.processIdentifier, SIGTERM)
-        await Self.exit(of: process)
+        await waitForExit(process)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
@@ -286,12 +238,6 @@ final class CrashRecoveryTests: @unchecked Sendable {
         }
         try await expectConverged(expected)
     }
-}
-
-/// Hands a non-Sendable value to a helper thread the test waits for.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
 
 /// A flag a helper thread sets while the test waits for it.

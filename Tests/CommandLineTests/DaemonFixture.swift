@@ -78,15 +78,9 @@ final class DaemonFixture {
     /// Starts `tidesync run` with its stderr in `daemonLog`.
     @discardableResult
     func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run"] + arguments
-        process.environment = environment.merging(extraEnvironment) { _, new in new }
-        // Kept when it exists: a test may have named its inode in JOURNAL_STREAM.
-        if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: daemonLog)
-        try process.run()
+        // The log is kept when it exists: a test may have named its inode in JOURNAL_STREAM.
+        let process = try Binary.start(["run"] + arguments, environment: environment.merging(extraEnvironment) { _, new in new },
+                                       log: daemonLog, keepingLog: true)
         daemon = process
         return process
     }
@@ -96,7 +90,7 @@ final class DaemonFixture {
     func stopDaemon() async -> Int32 {
         guard let daemon else { return -1 }
         kill(daemon.processIdentifier, SIGTERM)
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
         return daemon.terminationStatus
     }
 

@@ -152,17 +152,6 @@ struct DiskFullTests {
 
     /// Unmounts `folder`; lazily when something still holds it, so the scratch home can go.
     static func unmount(_ folder: String) {
-        if run("/bin/umount", [folder]) != 0 { _ = run("/bin/umount", ["-l", folder]) }
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        if runTool("/bin/umount", [folder], silenced: true) != 0 { runTool("/bin/umount", ["-l", folder], silenced: true) }
     }
 }

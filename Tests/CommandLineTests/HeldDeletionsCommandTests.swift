@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Issue 13, item 3, through the real daemon and binary: a server emptied at once holds the
 /// local deletions whatever the domain's size, `status` says what is held and how to release

@@ -31,7 +31,7 @@ extension CrashRecoveryTests {
         try await writeOld(megabytes: Int(mebibytes), seed: 0)
         let expected = await Self.tree(remoteDisk)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 300) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > cutAt }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(300)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > cutAt }
         await kill9(daemon)
         #expect(caught, "the download was never seen past \(cutAt >> 20) MiB")
         let cut = Self.partialSize(in: local, prefix: ".tidesync-part-")
@@ -74,7 +74,7 @@ extension CrashRecoveryTests {
         try configure(.apache)
         try await writeOld(megabytes: 100, seed: 0)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 120) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 40 << 20 }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(120)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 40 << 20 }
         await kill9(daemon)
         #expect(caught, "the download was never seen past 40 MiB")
         let parts = try FileManager.default.contentsOfDirectory(atPath: local).filter { $0.hasPrefix(".tidesync-part-") }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -39,22 +40,14 @@ final class RunOnceWriterTests: @unchecked Sendable {
 
     /// Starts `tidesync run --once`; its messages go to `log`.
     func startRunOnce(log: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
-                               "PATH": "/usr/bin:/bin"]
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+        try Binary.start(["run", "--once"], environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config",
+                                                          "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"], log: log)
     }
 
     func runOnce() async throws -> Binary.Result {
         let log = home + "/run.log"
         let process = try startRunOnce(log: log)
-        await CrashRecoveryTests.exit(of: process)
+        await waitForExit(process)
         let errors = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
         return Binary.Result(status: process.terminationStatus, output: "", errors: errors)
     }
@@ -111,7 +104,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
             }
             _ = FileManager.default.createFile(atPath: release, contents: nil)
         }.start()
-        await CrashRecoveryTests.exit(of: run)
+        await waitForExit(run)
         let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(told.withLock { $0 }, "run --once never said it waits for the writer: \(errors)")
         #expect(run.terminationStatus == 0, "\(errors)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -54,9 +55,9 @@ final class StalledServerTests {
         try process.run()
         // Generous: 20 times the configured low-speed time. Killed after it, so a
         // regression fails here instead of hanging the suite.
-        let exited = await CrashRecoveryTests.wait(for: process, seconds: 60) { !process.isRunning }
+        let exited = await waitOnOwnThread(for: process, timeout: .seconds(60)) { !process.isRunning }
         if !exited { kill(process.processIdentifier, SIGKILL) }
-        await CrashRecoveryTests.exit(of: process)
+        await waitForExit(process)
         let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(exited, "run --once was still waiting on the trickling server after \(ContinuousClock.now - start)")
         #expect(process.terminationStatus == 1, "\(text)")
@@ -69,7 +70,7 @@ final class StalledServerTests {
         try server.setMode("trickle-get")
         try configure(lowSpeedTime: "30m")  // the check cannot end this download: only the signals can
         let daemon = try fixture.startDaemon()
-        let downloading = await CrashRecoveryTests.wait(for: daemon, seconds: 120) { [local = fixture.local] in
+        let downloading = await waitOnOwnThread(for: daemon, timeout: .seconds(120)) { [local = fixture.local] in
             let names = (try? FileManager.default.contentsOfDirectory(atPath: local)) ?? []
             return names.contains { $0.hasPrefix(".tidesync-part-") }
         }
@@ -79,9 +80,9 @@ final class StalledServerTests {
         #expect(first, "\(fixture.log)")
         #expect(daemon.isRunning, "the first SIGTERM is meant to wait for the running download")
         fixture.signal(SIGTERM)
-        let exited = await CrashRecoveryTests.wait(for: daemon, seconds: 30) { !daemon.isRunning }
+        let exited = await waitOnOwnThread(for: daemon, timeout: .seconds(30)) { !daemon.isRunning }
         if !exited { kill(daemon.processIdentifier, SIGKILL) }
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
         #expect(exited, "the daemon did not exit after the second SIGTERM: \(fixture.log)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.local).contains { $0.hasPrefix(".tidesync-part-") },
                 "the abandoned download left no temporary, so this test checks no cleanup")

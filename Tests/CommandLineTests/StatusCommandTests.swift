@@ -1,6 +1,7 @@
 @testable import Control
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -271,34 +272,6 @@ final class PrivateApache {
         let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         return Binary.Result(status: status == 0 ? 0 : 1, output: "", errors: errors)
     }
-}
-
-/// Runs `arguments` (the first looked up in PATH) to its end with nothing inherited but
-/// stdin and stdout on /dev/null and stderr appended to `stderr`; its wait status.
-func spawnClosingDescriptors(_ arguments: [String], environment: [String: String], stderr: String) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    // glibc ≥ 2.34 has it, but its header hides it from Swift's Glibc module.
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(nil /* RTLD_DEFAULT */, "posix_spawn_file_actions_addclosefrom_np") else {
-        throw ControlFailure(.failed, "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later is needed)")
-    }
-    guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 else {
-        throw ControlFailure(.failed, "posix_spawn_file_actions_addclosefrom_np failed")
-    }
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
-    guard spawned == 0 else { throw ControlFailure(.failed, "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return status
 }
 
 @Suite("children the tests start")

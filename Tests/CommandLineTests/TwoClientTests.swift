@@ -215,17 +215,10 @@ final class TwoClientWorld: @unchecked Sendable {
 
     func start() throws {
         for client in clients {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Binary.path!)
-            process.arguments = ["run"]
-            process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
-                                   "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
-                                   "TIDESYNC_PASSWORD_TWO": TestApache.password ?? ""]
-            _ = FileManager.default.createFile(atPath: client.home + "/daemon.log", contents: nil)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle(forWritingAtPath: client.home + "/daemon.log")
-            try process.run()
-            client.process = process
+            client.process = try Binary.start(["run"], environment: ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                                                     "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
+                                                                     "TIDESYNC_PASSWORD_TWO": TestApache.password ?? ""],
+                                              log: client.home + "/daemon.log")
         }
     }
 
@@ -344,17 +337,11 @@ final class TwoClientWorld: @unchecked Sendable {
     /// The JSON `tidesync ARGUMENTS` prints for `client`, parsed; waits for the command
     /// without blocking a thread.
     func json(_ client: TwoClientPeer, _ arguments: [String]) async throws -> [String: Any] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = arguments
-        process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
-                               "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin"]
         let output = client.home + "/command.json"
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: output)
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        let process = try Binary.start(arguments, environment: ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                                                "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin"],
+                                       output: output)
+        await waitForExit(process)
         let data = FileManager.default.contents(atPath: output) ?? Data()
         return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -145,7 +146,7 @@ final class UnreadableFolderTests {
         #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").contains("d.txt") },
                 "the folder made readable again was not synced; log:\n\(fixture.log.suffix(3000))")
         kill(daemon.processIdentifier, SIGTERM)
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
     }
 
     func write(_ text: String, to path: String) throws {
@@ -185,17 +186,12 @@ struct Unprivileged {
     /// Makes `path` (and everything below it) uid 65534's, as root; nothing otherwise.
     func own(_ path: String) throws {
         guard getuid() == 0 else { return }
-        let result = try Self.chown(path)
+        let result = Self.chown(path)
         guard result == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
     }
 
-    static func chown(_ path: String) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/chown")
-        process.arguments = ["-R", "\(uid):\(uid)", path]
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+    static func chown(_ path: String) -> Int32 {
+        runTool("/bin/chown", ["-R", "\(uid):\(uid)", path])
     }
 
     /// True when every folder above `path` can be searched and the file run by others.
@@ -221,19 +217,10 @@ struct Unprivileged {
 
     /// `tidesync run` in the background as the ordinary user, its stderr in the fixture's log.
     func startDaemon() throws -> Process {
-        let process = Process()
-        if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"]
-        } else {
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["run"]
-        }
-        process.environment = fixture.environment
-        _ = FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: fixture.daemonLog)
-        try process.run()
+        let process = getuid() == 0
+            ? try Binary.start(["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"],
+                               environment: fixture.environment, executable: "/usr/bin/setpriv", log: fixture.daemonLog)
+            : try Binary.start(["run"], environment: fixture.environment, executable: binary, log: fixture.daemonLog)
         fixture.daemon = process
         return process
     }

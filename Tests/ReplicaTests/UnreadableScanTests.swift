@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -14,12 +15,7 @@ final class UnreadableScanTests {
     let root = NSTemporaryDirectory() + "tidesync-unreadable-" + UUID().uuidString
 
     deinit {
-        // `rm -r` works on trees deeper than PATH_MAX (it walks with openat).
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/rm")
-        process.arguments = ["-rf", root]
-        try? process.run()
-        process.waitUntilExit()
+        removeTree(root)  // deeper than PATH_MAX: FileManager cannot remove it
     }
 
     @Test("only ENOENT and ENOTDIR mean gone; EACCES, EPERM, EMFILE, ENFILE, EIO, ENOMEM, ELOOP mean unreadable")

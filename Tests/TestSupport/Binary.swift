@@ -50,4 +50,33 @@ public enum Binary {
                           errors: String(decoding: errors, as: UTF8.self))
         }
     }
+
+    /// Starts `executable` (the binary when nil) with `arguments` and `environment` in the
+    /// background, stdin inherited. Its standard output goes to the file `output`, its
+    /// standard error to the file `log` (each /dev/null when nil). A log is made empty
+    /// first, unless `keepingLog` and it exists (a test may have named its inode somewhere).
+    public static func start(_ arguments: [String], environment: [String: String], executable: String? = nil,
+                             log: String? = nil, keepingLog: Bool = false, output: String? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable ?? path!)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = try handle(writingTo: output, keeping: false)
+        process.standardError = try handle(writingTo: log, keeping: keepingLog)
+        try process.run()
+        return process
+    }
+
+    /// A handle writing to `file` from its start (made empty unless `keeping` and it
+    /// exists), or /dev/null.
+    private static func handle(writingTo file: String?, keeping: Bool) throws -> FileHandle {
+        guard let file else { return FileHandle.nullDevice }
+        if !keeping || !FileManager.default.fileExists(atPath: file) {
+            _ = FileManager.default.createFile(atPath: file, contents: nil)
+        }
+        guard let handle = FileHandle(forWritingAtPath: file) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file])
+        }
+        return handle
+    }
 }

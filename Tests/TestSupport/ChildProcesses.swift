@@ -79,3 +79,12 @@ public func spawnClosingDescriptors(_ arguments: [String], environment: [String:
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     return status
 }
+
+/// Waits for `process` to end without blocking a thread: tests share a few threads (one
+/// per core), and a test blocked in waitpid stalls every other test's tasks.
+public func waitForExit(_ process: Process) async {
+    let box = UncheckedBox(process)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        Thread { box.value.waitUntilExit(); done.resume() }.start()
+    }
+}
