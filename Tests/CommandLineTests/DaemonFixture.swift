@@ -119,20 +119,9 @@ final class DaemonFixture {
         (json["domains"] as? [[String: Any]])?.first ?? [:]
     }
 
-    /// Polls `condition` every 50 ms for at most `seconds`; true once it holds. Sleeps with
-    /// `Task.sleep`: a blocked test thread would stall every other test's tasks.
-    func wait(seconds: Double, until condition: () async throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < end {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     /// Waits until the daemon reports every domain idle (exit status 0).
     func waitUntilIdle(seconds: Double = 30) async throws -> Bool {
-        try await wait(seconds: seconds) { try await statusJSON().status == 0 }
+        try await waitUntil(timeout: .milliseconds(Int(seconds * 1000))) { try await statusJSON().status == 0 }
     }
 
     var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }

@@ -42,7 +42,7 @@ struct DiskFullTests {
 
         // Space is freed (the file system grows): the daemon goes on by itself, no restart.
         try await Self.remount(fixture.local, options: "size=16m")
-        let arrived = try await fixture.wait(seconds: 90) {
+        let arrived = try await waitUntil(timeout: .seconds(90)) {
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == new
         }
         #expect(arrived, "the new version never arrived after space was freed; log:\n\(fixture.log.suffix(3000))")
@@ -77,7 +77,7 @@ struct DiskFullTests {
         #expect((try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == Self.old)
 
         for path in fillers { unlink(path) }
-        let arrived = try await fixture.wait(seconds: 90) {
+        let arrived = try await waitUntil(timeout: .seconds(90)) {
             (try? String(contentsOfFile: fixture.local + "/new.txt", encoding: .utf8)) == "a new file from another client"
         }
         #expect(arrived, "the new file never arrived after inodes were freed; log:\n\(fixture.log.suffix(3000))")
@@ -99,7 +99,7 @@ struct DiskFullTests {
         }
         try old.write(to: URL(fileURLWithPath: fixture.local + "/big.bin"))
         try fixture.startDaemon()
-        let uploaded = try await fixture.wait(seconds: 60) {
+        let uploaded = try await waitUntil(timeout: .seconds(60)) {
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.remoteDisk + "/big.bin"))) == old
         }
         #expect(uploaded, "the first version never reached the server; log:\n\(fixture.log.suffix(3000))")
@@ -118,7 +118,7 @@ struct DiskFullTests {
     /// screen says "the local disk is full".
     static func expectParkedDiskFull(_ fixture: DaemonFixture) async throws {
         var last: [String: Any] = [:]
-        let parked = try await fixture.wait(seconds: 60) {
+        let parked = try await waitUntil(timeout: .seconds(60)) {
             last = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
             return (last["error"] as? [String: Any])?["code"] as? String == "localDiskFull"
         }

@@ -39,11 +39,9 @@ extension CrashRecoveryTests {
         // The second GET of big.bin: a 206 whose bytes sent (%O: body and head) are the rest
         // after what the part held durably, not the whole file.
         var gets: [String] = []
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        _ = try await waitUntil(timeout: .seconds(60)) {  // polling for Apache's log line
             gets = accessLogLines().filter { $0.contains("\"GET ") && $0.contains("/big.bin ") }
-            if gets.count >= 2 { break }
-            try await Task.sleep(for: .milliseconds(50))  // polling for Apache's log line
+            return gets.count >= 2
         }
         try #require(gets.count == 2, "GETs of big.bin: \(gets)")
         let fields = gets[1].split(separator: " ")

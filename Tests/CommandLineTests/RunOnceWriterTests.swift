@@ -54,15 +54,13 @@ final class RunOnceWriterTests: @unchecked Sendable {
 
     /// Waits until `process` holds a descriptor to `path` (the shell has opened it).
     func waitUntilHeld(_ path: String, by process: Process) async throws {
-        for _ in 0..<3000 {
-            let fds = "/proc/\(process.processIdentifier)/fd"
-            let held = ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {
+        let fds = "/proc/\(process.processIdentifier)/fd"
+        let held = try await waitUntil(timeout: .seconds(30), every: .milliseconds(10)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0)) == path
             }
-            if held { return }
-            try await Task.sleep(for: .milliseconds(10))
         }
-        Issue.record("the writer never opened \(path)")
+        if !held { Issue.record("the writer never opened \(path)") }
     }
 
     @Test("a file held open for writing throughout is not uploaded, and the message names the process holding it")

@@ -76,7 +76,7 @@ final class StalledServerTests {
         }
         try #require(downloading, "the download never started: \(fixture.log)")
         fixture.signal(SIGTERM)
-        let first = try await fixture.wait(seconds: 30) { self.fixture.log.contains("finishing running transfers") }
+        let first = try await waitUntil(timeout: .seconds(30)) { self.fixture.log.contains("finishing running transfers") }
         #expect(first, "\(fixture.log)")
         #expect(daemon.isRunning, "the first SIGTERM is meant to wait for the running download")
         fixture.signal(SIGTERM)

@@ -156,7 +156,7 @@ final class StatusCommandTests {
         // poll_interval is an hour: only sync-now brings the new file over.
         try Data("new".utf8).write(to: URL(fileURLWithPath: fixture.local + "/new.txt"))
         #expect(try await fixture.tidesync(["sync-now"]).status == 0)
-        #expect(try await fixture.wait(seconds: 10) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
+        #expect(try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
     }
 
     @Test("Apache stops: error and next retry shown, exit 2; it comes back: idle again")
@@ -171,7 +171,7 @@ final class StatusCommandTests {
         // Generous: a refused connection is retried until the 15 s connect timeout before
         // the pass fails (about 15 s here on an idle machine).
         var error: [String: Any] = [:]
-        #expect(try await fixture.wait(seconds: 60) {
+        #expect(try await waitUntil(timeout: .seconds(60)) {
             let (status, json, _) = try await fixture.statusJSON()
             error = DaemonFixture.firstDomain(json)["error"] as? [String: Any] ?? [:]
             return status == 2
@@ -186,7 +186,7 @@ final class StatusCommandTests {
         try await apache.restart()
         try Data("after".utf8).write(to: URL(fileURLWithPath: fixture.local + "/after.txt"))
         // Idle may be seen before the watcher has settled the new file: wait for the file.
-        #expect(try await fixture.wait(seconds: 90) { FileManager.default.fileExists(atPath: collection.disk + "/after.txt") },
+        #expect(try await waitUntil(timeout: .seconds(90)) { FileManager.default.fileExists(atPath: collection.disk + "/after.txt") },
                 "after.txt never reached the server; log:\n\(fixture.log.suffix(2000))")
         #expect(try await fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
         try await apache.stop()

@@ -108,10 +108,9 @@ enum TwoClientSettings {
         var listed: Set<String> = []
         for client in world.clients {
             var domain: [String: Any] = [:]
-            for _ in 0..<50 {
+            _ = try await waitUntil(timeout: .seconds(60), every: .milliseconds(200)) {
                 domain = (try await world.json(client, ["status", "--json"])["domains"] as? [[String: Any]])?.first ?? [:]
-                if domain["state"] as? String == "idle" { break }
-                try await Task.sleep(for: .milliseconds(200))
+                return domain["state"] as? String == "idle"
             }
             #expect(domain["state"] as? String == "idle", "seed \(seed): client \(client.name) is \(domain["state"] ?? "?")")
             let errors = domain["itemsInError"] as? [[String: Any]] ?? []
@@ -225,10 +224,7 @@ final class TwoClientWorld: @unchecked Sendable {
     /// SIGTERM to both daemons; waits (without blocking a thread) until they exit.
     func stop() async throws {
         for client in clients { if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGTERM) } }
-        let end = ContinuousClock.now + .seconds(20)
-        while clients.contains(where: { $0.process?.isRunning == true }), ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await waitUntil(timeout: .seconds(20)) { [clients] in !clients.contains { $0.process?.isRunning == true } }
         for client in clients where client.process?.isRunning == true {
             Issue.record("seed \(seed): client \(client.name)'s daemon did not stop on SIGTERM")
         }

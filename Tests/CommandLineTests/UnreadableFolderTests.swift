@@ -120,11 +120,11 @@ final class UnreadableFolderTests {
         let user = try Unprivileged(fixture)
         let daemon = try user.startDaemon()
         let store = fixture.remoteDisk
-        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").count == 3 }, "no first sync; log:\n\(fixture.log.suffix(2000))")
+        #expect(try await waitUntil(timeout: .seconds(60)) { Self.names(in: store + "/sub").count == 3 }, "no first sync; log:\n\(fixture.log.suffix(2000))")
 
         #expect(chmod(sub, 0) == 0)
         defer { chmod(sub, 0o755) }
-        let named = try await fixture.wait(seconds: 60) {
+        let named = try await waitUntil(timeout: .seconds(60)) {
             let report = try await user.run(["status", "--json"])
             let json = (try? JSONSerialization.jsonObject(with: Data(report.output.utf8))) as? [String: Any] ?? [:]
             let folders = DaemonFixture.firstDomain(json)["unreadableFolders"] as? [[String: Any]] ?? []
@@ -137,13 +137,13 @@ final class UnreadableFolderTests {
         let before = fixture.log.components(separatedBy: warning).count
         try write("made while unreadable", to: sub + "/d.txt")
         try user.own(sub + "/d.txt")
-        #expect(try await fixture.wait(seconds: 60) { fixture.log.components(separatedBy: warning).count > before },
+        #expect(try await waitUntil(timeout: .seconds(60)) { fixture.log.components(separatedBy: warning).count > before },
                 "no pass met the folder again; log:\n\(fixture.log.suffix(2000))")
         #expect(Self.names(in: store + "/sub") == ["a.txt", "b.txt", "c.txt"])
 
         // Nothing but the folder's own IN_ATTRIB says it can be read again.
         #expect(chmod(sub, 0o755) == 0)
-        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").contains("d.txt") },
+        #expect(try await waitUntil(timeout: .seconds(60)) { Self.names(in: store + "/sub").contains("d.txt") },
                 "the folder made readable again was not synced; log:\n\(fixture.log.suffix(3000))")
         kill(daemon.processIdentifier, SIGTERM)
         await waitForExit(daemon)

@@ -4,6 +4,7 @@ import Replica
 import StateDatabase
 @testable import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)

@@ -149,18 +149,6 @@ final class PauseSwitch: LiveSyncObserver, @unchecked Sendable {
     func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {}
 }
 
-/// Waits until `condition` holds, checking every 50 ms; records an issue after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
-                _ condition: () async throws -> Bool) async throws {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
-    throw CancellationError()
-}
-
 /// Runs `body` with a world whose domain loop is running, and always cleans up.
 func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [String] = [],
                    addWatch: (@Sendable (Int32, String, UInt32) -> Int32)? = nil,
