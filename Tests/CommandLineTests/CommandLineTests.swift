@@ -9,7 +9,7 @@ final class CommandLineTests {
     deinit { try? FileManager.default.removeItem(atPath: home) }
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-cli-" + UUID().uuidString
+        home = temporaryPath("tidesync-cli-")
         try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
     }
 

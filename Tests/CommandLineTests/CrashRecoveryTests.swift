@@ -26,7 +26,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     }
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-crash-" + UUID().uuidString
+        home = temporaryPath("tidesync-crash-")
         local = home + "/Cloud"
         try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
     }
@@ -81,14 +81,8 @@ final class CrashRecoveryTests: @unchecked Sendable {
     /// file and Apache's `.DAV` property folders left out. Temporaries are kept.
     static func tree(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
-        guard let walker = FileManager.default.enumerator(atPath: root) else { return [:] }
-        while let relative = walker.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            if name == ".tidesync-store.lock" || relative.split(separator: "/").contains(".DAV") { continue }
-            var st = stat()
-            guard lstat(root + "/" + relative, &st) == 0 else { continue }
-            if st.st_mode & S_IFMT == S_IFDIR { result[relative] = "folder"; continue }
-            result[relative] = "\(st.st_size):\(checksum(root + "/" + relative))"
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" || $0 == ".DAV" }) { entry in
+            result[entry.relative] = entry.isFolder ? "folder" : "\(entry.size):\(checksum(entry.absolute))"
         }
         return result
     }
@@ -162,8 +156,8 @@ final class CrashRecoveryTests: @unchecked Sendable {
         let localTree = await Self.tree(local), remoteTree = await Self.tree(remoteDisk)
         #expect(Self.temporaries(localTree).isEmpty, "local temporaries: \(Self.temporaries(localTree))", sourceLocation: sourceLocation)
         #expect(Self.temporaries(remoteTree).isEmpty, "remote temporaries: \(Self.temporaries(remoteTree))", sourceLocation: sourceLocation)
-        #expect(localTree == expected, "local differs: \(Set(localTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
-        #expect(remoteTree == expected, "remote differs: \(Set(remoteTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
+        #expect(localTree == expected, "local differs: \(FileTree.differingPaths(localTree, expected).prefix(5))", sourceLocation: sourceLocation)
+        #expect(remoteTree == expected, "remote differs: \(FileTree.differingPaths(remoteTree, expected).prefix(5))", sourceLocation: sourceLocation)
     }
 
     @Test("kill -9 during the upload of a 300 MiB file", arguments: Remote.available)

@@ -16,7 +16,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
     let store: String
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-writers-" + UUID().uuidString
+        home = temporaryPath("tidesync-writers-")
         local = home + "/Cloud"
         store = home + "/store"
         for folder in [local, store, home + "/.config/tidesync"] {

@@ -264,7 +264,7 @@ final class PrivateApache {
     /// the daemon under test held it back as "still open for writing" (the fresh-clone flakes
     /// of issue 13). Every descriptor above 2 is closed in the child.
     static func shell(_ arguments: [String], environment: [String: String] = [:]) throws -> Binary.Result {
-        let log = NSTemporaryDirectory() + "tidesync-pa-" + UUID().uuidString + ".log"
+        let log = temporaryPath("tidesync-pa-") + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { _, given in given }
@@ -278,7 +278,7 @@ final class PrivateApache {
 struct SpawnedChildTests {
     @Test("a child started by spawnClosingDescriptors inherits no file the test process has open for writing")
     func inheritsNothing() throws {
-        let folder = NSTemporaryDirectory() + "tidesync-spawn-" + UUID().uuidString
+        let folder = temporaryPath("tidesync-spawn-")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // FileHandle opens without O_CLOEXEC, as Data.write does.

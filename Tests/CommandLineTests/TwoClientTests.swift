@@ -262,7 +262,7 @@ final class TwoClientWorld: @unchecked Sendable {
         let remote = remoteTree()
         for client in clients {
             let local = TwoClientWorld.tree(client.local)
-            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(12)
+            let keys = FileTree.differingPaths(local, remote).prefix(12)
             for key in keys {
                 Issue.record("seed \(seed): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
             }
@@ -298,20 +298,10 @@ final class TwoClientWorld: @unchecked Sendable {
     /// The files below `root` (folders are implied; empty folders as "<folder>").
     static func tree(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
-        var pending = [""]
-        while let folder = pending.popLast() {
-            let absolute = folder.isEmpty ? root : root + "/" + folder
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
-            if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" }
-            for name in names where name != ".tidesync-store.lock" {
-                let relative = folder.isEmpty ? name : folder + "/" + name
-                var st = stat()
-                guard lstat(absolute + "/" + name, &st) == 0 else { continue }
-                if st.st_mode & S_IFMT == S_IFDIR {
-                    if name != ".DAV" { pending.append(relative) }
-                } else {
-                    result[relative] = (try? String(contentsOfFile: absolute + "/" + name, encoding: .utf8)) ?? "<unreadable>"
-                }
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" }, descend: { $0.name != ".DAV" },
+                      listed: { folder, names in if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" } }) { entry in
+            if !entry.isFolder {
+                result[entry.relative] = (try? String(contentsOfFile: entry.absolute, encoding: .utf8)) ?? "<unreadable>"
             }
         }
         return result

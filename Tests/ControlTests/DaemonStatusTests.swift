@@ -7,6 +7,7 @@ import StateDatabase
 import SyncEngine
 import SyncModel
 import Testing
+import TestSupport
 import TidesyncConfig
 
 #if canImport(Glibc)
@@ -140,7 +141,7 @@ import Glibc
     @Test(arguments: [false, true])
     func theNotifierReachesPathAndAbstractSockets(abstract: Bool) throws {
         let name = abstract ? "@tidesync-test-\(UUID().uuidString.prefix(8))"
-            : NSTemporaryDirectory() + "tidesync-notify-\(UUID().uuidString.prefix(8))"
+            : temporaryPath("tidesync-notify-", short: true)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd); if !abstract { unlink(name) } }
         var address = sockaddr_un()

@@ -12,7 +12,7 @@ import Glibc
 /// ENOTDIR mean a folder is gone; any other failure leaves it unknown, never empty.
 @Suite("Local scanner: folders that cannot be read")
 final class UnreadableScanTests {
-    let root = NSTemporaryDirectory() + "tidesync-unreadable-" + UUID().uuidString
+    let root = temporaryPath("tidesync-unreadable-")
 
     deinit {
         removeTree(root)  // deeper than PATH_MAX: FileManager cannot remove it

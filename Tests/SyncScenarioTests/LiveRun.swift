@@ -168,7 +168,7 @@ func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [
 
 extension SyncWorld {
     /// The file's contents on the server, or nil.
-    func serverText(_ relative: String) -> String? { Self.read(onServer(relative)) }
+    func serverText(_ relative: String) -> String? { readFile(onServer(relative)) }
 
     /// True when the server holds `text` at `relative`, the state DB has its row and no
     /// step is pending.
@@ -185,7 +185,7 @@ extension SyncWorld {
     /// Lines of Apache's access log about this world's collection so far (empty for the
     /// local-directory store).
     func accessLogLines() -> [String] {
-        guard remote == .apache, let path = TestApache.accessLog, let text = Self.read(path) else { return [] }
+        guard remote == .apache, let path = TestApache.accessLog, let text = readFile(path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return text.split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }

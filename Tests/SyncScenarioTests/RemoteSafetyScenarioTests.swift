@@ -105,9 +105,9 @@ struct RemoteSafetyScenarioTests {
             try await withSecondRemote(remote, world) { other, disk in
                 // The new remote already holds f0.txt with other bytes, f1.txt with the same
                 // bytes, and a file of its own.
-                try SyncWorld.write(disk + "/f0.txt", "theirs")
-                try SyncWorld.write(disk + "/f1.txt", "file 1")
-                try SyncWorld.write(disk + "/only-there.txt", "theirs only")
+                try writeFile(disk + "/f0.txt", "theirs")
+                try writeFile(disk + "/f1.txt", "file 1")
+                try writeFile(disk + "/only-there.txt", "theirs only")
                 Self.giveToServer(remote, [disk, disk + "/f0.txt", disk + "/f1.txt", disk + "/only-there.txt"])
                 let pass = Self.guardedPass(world, store: other, location: "test://b")
                 let results = try await Self.run(pass)
@@ -145,7 +145,7 @@ struct RemoteSafetyScenarioTests {
                 #expect(error.code == .cannotSynchronize && error.message.contains("mount"), "\(error)")
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).isEmpty, "nothing uploaded")
-            for n in 0..<3 { #expect(SyncWorld.read(world.local("f\(n).txt")) == "file \(n)") }
+            for n in 0..<3 { #expect(readFile(world.local("f\(n).txt")) == "file \(n)") }
             #expect(try world.database.remoteIdentity() == recorded, "the old rows and identity are kept")
         }
     }
@@ -165,7 +165,7 @@ struct RemoteSafetyScenarioTests {
             try Self.twentyFiles(world)
             try await Self.run(Self.guardedPass(world, store: world.store, location: "test://a"))
             try await withSecondRemote(remote, world) { other, disk in
-                try SyncWorld.write(disk + "/only-there.txt", "theirs only")
+                try writeFile(disk + "/only-there.txt", "theirs only")
                 Self.giveToServer(remote, [disk, disk + "/only-there.txt"])
                 // The pass switches the identity, plans, and is stopped before any step runs:
                 // what a kill -9 right after the switch leaves behind.

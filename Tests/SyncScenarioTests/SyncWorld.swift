@@ -121,12 +121,12 @@ final class SyncWorld: @unchecked Sendable {
     func onServer(_ relative: String) -> String { remoteDisk + "/" + relative }
 
     /// Writes `text` to the local file (creating folders).
-    func write(_ relative: String, _ text: String) throws { try Self.write(local(relative), text) }
+    func write(_ relative: String, _ text: String) throws { try writeFile(local(relative), text) }
 
     /// Writes `text` straight to the remote's disk (as another client or the server's own
     /// tools would), owned by the server's user.
     func writeOnServer(_ relative: String, _ text: String) throws {
-        try Self.write(onServer(relative), text)
+        try writeFile(onServer(relative), text)
         giveToServer(relative)
     }
 
@@ -144,16 +144,6 @@ final class SyncWorld: @unchecked Sendable {
                                                    ofItemAtPath: onServer(parts.joined(separator: "/")))
             parts.removeLast()
         }
-    }
-
-    static func write(_ path: String, _ text: String) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    }
-
-    static func read(_ path: String) -> String? {
-        (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
     }
 
     // MARK: Syncing and checking
@@ -194,20 +184,11 @@ final class SyncWorld: @unchecked Sendable {
     /// leftover shows up as a difference.
     static func tree(_ root: String) -> [String: Node] {
         var result: [String: Node] = [:]
-        var pending = [""]
-        while let folder = pending.popLast() {
-            let absolute = folder.isEmpty ? root : root + "/" + folder
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [] {
-                if name == ".tidesync-store.lock" { continue }
-                let relative = folder.isEmpty ? name : folder + "/" + name
-                let path = absolute + "/" + name
-                var st = stat()
-                guard lstat(path, &st) == 0 else { continue }
-                switch st.st_mode & S_IFMT {
-                case S_IFDIR: result[relative] = .folder; pending.append(relative)
-                case S_IFLNK: result[relative] = .symlink((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?")
-                default: result[relative] = .file(read(path) ?? "")
-                }
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" }) { entry in
+            switch entry.type {
+            case S_IFDIR: result[entry.relative] = .folder
+            case S_IFLNK: result[entry.relative] = .symlink((try? FileManager.default.destinationOfSymbolicLink(atPath: entry.absolute)) ?? "?")
+            default: result[entry.relative] = .file(readFile(entry.absolute) ?? "")
             }
         }
         return result
@@ -221,7 +202,7 @@ final class SyncWorld: @unchecked Sendable {
             switch entry.kind {
             case .folder, .bundle: result[entry.path.description] = .folder
             case .symlink: result[entry.path.description] = .symlink(entry.symlinkTarget ?? "?")
-            case .file: result[entry.path.description] = .file(Self.read(onServer(entry.path.description)) ?? "")
+            case .file: result[entry.path.description] = .file(readFile(onServer(entry.path.description)) ?? "")
             }
         }
         return result
@@ -235,7 +216,7 @@ final class SyncWorld: @unchecked Sendable {
         let remote = try await remoteTree()
         #expect(local == remote, "local \(local.count) items vs remote \(remote.count)", sourceLocation: sourceLocation)
         if local != remote {
-            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(10)
+            let keys = FileTree.differingPaths(local, remote).prefix(10)
             for key in keys { Issue.record("\(key): local \(local[key].map(\.description) ?? "-") remote \(remote[key].map(\.description) ?? "-")", sourceLocation: sourceLocation) }
         }
         // Apache keeps dead properties (a symlink's target) in .DAV folders of its own.

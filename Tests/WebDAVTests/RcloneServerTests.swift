@@ -106,7 +106,7 @@ struct RcloneServerTests {
     }
 
     static func file(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-rclone-\(UUID().uuidString)")
+        let url = URL(fileURLWithPath: temporaryPath("tidesync-rclone-"))
         try Data(text.utf8).write(to: url)
         return url
     }

@@ -45,7 +45,7 @@ struct WriteGuardTests {
             #expect(error.message.contains("ignores If-Match") && error.message.contains("LOCK"), "says what is wrong: \(error)")
             #expect(!error.description.contains("secret-pw"))
         }
-        let source = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-guard-\(UUID().uuidString)")
+        let source = URL(fileURLWithPath: temporaryPath("tidesync-guard-"))
         try Data("mine".utf8).write(to: source)
         defer { try? FileManager.default.removeItem(at: source) }
         do {
