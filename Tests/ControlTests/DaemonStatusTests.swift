@@ -110,7 +110,10 @@ import Glibc
     }
 }
 
-@Suite struct ServiceTests {
+/// The daemon's service parts, in process: the status line systemd shows, journal lines, the
+/// sd_notify notifier and the reload plan. (The real daemon as a service is `ServiceTests`.)
+@Suite("service parts: status line, journal lines, notifier, reload plan")
+struct ServicePartsTests {
     func snapshot(_ phase: DomainMonitor.Phase, pending: [PlannedStep] = []) -> DomainMonitor.Snapshot {
         var snapshot = DomainMonitor.Snapshot()
         snapshot.phase = phase
