@@ -21,7 +21,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         case localDirectory, apache
         var testDescription: String { rawValue }
         static var available: [Remote] {
-            !TestApache.depthInfinityConfigured ? [.localDirectory] : allCases
+            TestApache.depthInfinityConfigured ? allCases : [.localDirectory]
         }
     }
 

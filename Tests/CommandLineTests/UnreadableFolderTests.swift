@@ -217,10 +217,10 @@ struct Unprivileged {
 
     /// `tidesync run` in the background as the ordinary user, its stderr in the fixture's log.
     func startDaemon() throws -> Process {
-        let process = getuid() == 0
-            ? try Binary.start(["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"],
-                               environment: fixture.environment, executable: "/usr/bin/setpriv", log: fixture.daemonLog)
-            : try Binary.start(["run"], environment: fixture.environment, executable: binary, log: fixture.daemonLog)
+        let process = try getuid() == 0
+            ? Binary.start(["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"],
+                           environment: fixture.environment, executable: "/usr/bin/setpriv", log: fixture.daemonLog)
+            : Binary.start(["run"], environment: fixture.environment, executable: binary, log: fixture.daemonLog)
         fixture.daemon = process
         return process
     }
