@@ -64,6 +64,7 @@ let package = Package(
         // What every test target shares: the seeded generator, the private servers' environment,
         // temporary paths and trees, spawning the real binary and tools, waiting for conditions.
         .target(name: "TestSupport", dependencies: ["SyncModel"], path: "Tests/TestSupport"),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SyncModelTests", dependencies: ["TestSupport", "SyncModel"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["TestSupport", "SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TestSupport", "TidesyncConfig"]),
