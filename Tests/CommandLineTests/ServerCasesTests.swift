@@ -10,19 +10,13 @@ struct CommandLineServerTests {
     @Test("the private Apache answers, so the crash tests also run their Apache case",
           .enabled(if: TestApache.depthInfinityConfigured,
                    "the private Apache is not running (TIDESYNC_TEST_DAV_INF_URL unset): the crash tests ran on the local-directory store only and the two-client test did not run; packaging/test.sh starts it"))
-    func apacheAnswers() throws {
+    func apacheAnswers() async throws {
         #expect(CrashRecoveryTests.Remote.available.contains(.apache))
         let (url, disk) = try #require(try DaemonFixture.sharedApacheCollection())
         defer { try? FileManager.default.removeItem(atPath: disk) }
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PROPFIND", "-H", "Depth: 0",
-                          "-u", "\(TestApache.user ?? ""):\(TestApache.password ?? "")", url]
-        let output = Pipe()
-        curl.standardOutput = output
-        try curl.run()
-        curl.waitUntilExit()
-        let code = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let code = try await Binary.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PROPFIND", "-H", "Depth: 0",
+                                                          "-u", "\(TestApache.user ?? ""):\(TestApache.password ?? "")", url],
+                                        environment: nil).output
         #expect(code == "207", "PROPFIND \(url) answered \(code)")
     }
 }

@@ -45,20 +45,14 @@ final class StalledServerTests {
         try server.setMode("trickle-all")
         try configure(lowSpeedTime: "3s")
         let start = ContinuousClock.now
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = fixture.environment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let log = fixture.home + "/run-once.log"
+        let process = try Binary.start(["run", "--once"], environment: fixture.environment, log: log)
         // Generous: 20 times the configured low-speed time. Killed after it, so a
         // regression fails here instead of hanging the suite.
         let exited = await waitOnOwnThread(for: process, timeout: .seconds(60)) { !process.isRunning }
         if !exited { kill(process.processIdentifier, SIGKILL) }
         await waitForExit(process)
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = readFile(log) ?? ""
         #expect(exited, "run --once was still waiting on the trickling server after \(ContinuousClock.now - start)")
         #expect(process.terminationStatus == 1, "\(text)")
         #expect(text.contains("too slowly"), "\(text)")
