@@ -1,52 +1,6 @@
 import Foundation
 import Testing
-
-/// The real `tidesync` binary, run as a user would (`packaging/test.sh` exports its path).
-enum Binary {
-    static let path = ProcessInfo.processInfo.environment["TIDESYNC_TEST_BINARY"]
-    static var available: Bool { path.map { FileManager.default.isExecutableFile(atPath: $0) } ?? false }
-
-    struct Result { var status: Int32; var output: String; var errors: String }
-
-    /// Runs the binary with `arguments` and a clean XDG environment below `home`.
-    static func run(_ arguments: [String], home: String) async throws -> Result {
-        try await run(path!, arguments, environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config",
-                                                      "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"])
-    }
-
-    /// Runs `executable` to its end and collects what it printed. The pipes are read and the
-    /// exit waited for on a thread of its own (see `onOwnThread`).
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]?) async throws -> Result {
-        try await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            if let environment { process.environment = environment }
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                          errors: String(decoding: errors, as: UTF8.self))
-        }
-    }
-}
-
-/// Runs blocking `work` (a child process and its pipes, a big file) on a thread of its own
-/// and waits for it without blocking: tests share a few threads (one per core), and a test
-/// blocked in a read or waitpid stalls every other test's tasks and timers.
-func onOwnThread<T>(_ work: @escaping () throws -> T) async throws -> T {
-    let box = UncheckedBox(work)
-    let result = try await withCheckedThrowingContinuation { (done: CheckedContinuation<UncheckedBox<T>, any Error>) in
-        Thread {
-            do { done.resume(returning: UncheckedBox(try box.value())) } catch { done.resume(throwing: error) }
-        }.start()
-    }
-    return result.value
-}
+import TestSupport
 
 @Suite("tidesync command line", .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
 final class CommandLineTests {
@@ -55,7 +9,7 @@ final class CommandLineTests {
     deinit { try? FileManager.default.removeItem(atPath: home) }
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-cli-" + UUID().uuidString
+        home = temporaryPath("tidesync-cli-")
         try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -38,7 +39,7 @@ extension CrashRecoveryTests {
         try await makeBundle(local + "/Big.app", count: 600, tag: "v1", bigMegabytes: 60)
         let before = await Self.tree(local)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 60) { [self] in
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [self] in
             remoteScratch().contains { Self.tree(remoteDisk + "/" + $0).count > 100 }
         }
         await kill9(daemon)
@@ -65,7 +66,7 @@ extension CrashRecoveryTests {
         try await makeBundle(bundle, count: 300, tag: "v2", bigMegabytes: 60)
         let new = await Self.tree(bundle)
         let expected = await Self.tree(local)
-        var generator = SeededGenerator(seed: 5_2026_11_23)
+        var generator = SeededRandom(seed: 5_2026_11_23)
         for round in 0..<4 {
             let daemon = try start()
             let pause = UInt64.random(in: 100...700, using: &generator) * UInt64(round + 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -20,12 +21,12 @@ final class CrashRecoveryTests: @unchecked Sendable {
         case localDirectory, apache
         var testDescription: String { rawValue }
         static var available: [Remote] {
-            ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] == nil ? [.localDirectory] : allCases
+            TestApache.depthInfinityConfigured ? allCases : [.localDirectory]
         }
     }
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-crash-" + UUID().uuidString
+        home = temporaryPath("tidesync-crash-")
         local = home + "/Cloud"
         try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
     }
@@ -37,7 +38,6 @@ final class CrashRecoveryTests: @unchecked Sendable {
 
     /// Writes the config for `remote` and makes its empty remote folder.
     func configure(_ remote: Remote, transfers: Int = 4) throws {
-        let env = ProcessInfo.processInfo.environment
         environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
                        "PATH": "/usr/bin:/bin"]
         var domain = "[[domain]]\nname = \"crash\"\nlocal = \"~/Cloud\"\ntransfers = \(transfers)\npoll_interval = \"1s\"\n"
@@ -48,13 +48,11 @@ final class CrashRecoveryTests: @unchecked Sendable {
             domain += "remote = \"file://\(remoteDisk)\"\n"
         case .apache:
             let collection = "crash-" + UUID().uuidString.prefix(8)
-            remoteDisk = env["TIDESYNC_TEST_DAV_INF_ROOT"]! + "/" + collection
+            remoteDisk = TestApache.depthInfinityDiskRoot! + "/" + collection
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
-            if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
-                try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: remoteDisk)
-            }
-            domain += "remote = \"\(env["TIDESYNC_TEST_DAV_INF_URL"]!)\(collection)/\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"]!)\"\n"
-            environment["TIDESYNC_PASSWORD_CRASH"] = env["TIDESYNC_TEST_DAV_PASSWORD"]
+            try TestApache.giveToServer(remoteDisk)
+            domain += "remote = \"\(TestApache.depthInfinityURLText!)\(collection)/\"\nusername = \"\(TestApache.user!)\"\n"
+            environment["TIDESYNC_PASSWORD_CRASH"] = TestApache.password
         }
         try FileManager.default.createDirectory(atPath: home + "/.config/tidesync", withIntermediateDirectories: true)
         try Data(("log_level = \"info\"\n" + domain).utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
@@ -62,85 +60,36 @@ final class CrashRecoveryTests: @unchecked Sendable {
 
     /// Starts `tidesync run --once` in the background.
     func start() throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        return process
+        try Binary.start(["run", "--once"], environment: environment)
     }
 
     /// Runs `tidesync run --once` to the end.
     func runToEnd() async throws -> Binary.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = environment
         let log = home + "/run-once.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        await Self.exit(of: process)
+        let process = try Binary.start(["run", "--once"], environment: environment, log: log)
+        await waitForExit(process)
         let errors = FileManager.default.contents(atPath: log) ?? Data()
         return Binary.Result(status: process.terminationStatus, output: "", errors: String(decoding: errors, as: UTF8.self))
     }
 
-    /// Waits for `process` to end without blocking a thread: tests share a few threads
-    /// (one per core), and a test blocked in waitpid stalls every other test's tasks.
-    static func exit(of process: Process) async {
-        let box = UncheckedBox(process)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread { box.value.waitUntilExit(); done.resume() }.start()
-        }
-    }
-
-    /// Waits (at most `seconds`) until `condition` holds while `process` runs; true if it did.
-    /// Polls on a thread of its own, so the moment is caught even when the test threads are busy.
-    func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        await Self.wait(for: process, seconds: seconds, until: condition)
-    }
-
-    static func wait(for process: Process, seconds: Double, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let box = UncheckedBox(process)
-        return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-            Thread {
-                let end = Date().addingTimeInterval(seconds)
-                while Date() < end, box.value.isRunning {
-                    if condition() { return done.resume(returning: true) }
-                    usleep(20_000)
-                }
-                done.resume(returning: condition())
-            }.start()
-        }
-    }
-
     func kill9(_ process: Process) async {
         kill(process.processIdentifier, SIGKILL)
-        await Self.exit(of: process)
+        await waitForExit(process)
     }
 
     /// Every file below `root` with its size and a checksum, folders as -1; tidesync's lock
     /// file and Apache's `.DAV` property folders left out. Temporaries are kept.
     static func tree(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
-        guard let walker = FileManager.default.enumerator(atPath: root) else { return [:] }
-        while let relative = walker.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            if name == ".tidesync-store.lock" || relative.split(separator: "/").contains(".DAV") { continue }
-            var st = stat()
-            guard lstat(root + "/" + relative, &st) == 0 else { continue }
-            if st.st_mode & S_IFMT == S_IFDIR { result[relative] = "folder"; continue }
-            result[relative] = "\(st.st_size):\(checksum(root + "/" + relative))"
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" || $0 == ".DAV" }) { entry in
+            result[entry.relative] = entry.isFolder ? "folder" : "\(entry.size):\(checksum(entry.absolute))"
         }
         return result
     }
 
     /// `tree(root)` on a thread of its own: big files are read whole by md5sum, which would
     /// hold a test thread for seconds. Async tests use this one; the sync one serves the
-    /// conditions `wait(for:seconds:until:)` polls on its own thread.
+    /// conditions `waitOnOwnThread(for:timeout:until:)` polls on its own thread.
     static func tree(_ root: String) async -> [String: String] {
         (try? await onOwnThread { tree(root) }) ?? [:]
     }
@@ -207,8 +156,8 @@ final class CrashRecoveryTests: @unchecked Sendable {
         let localTree = await Self.tree(local), remoteTree = await Self.tree(remoteDisk)
         #expect(Self.temporaries(localTree).isEmpty, "local temporaries: \(Self.temporaries(localTree))", sourceLocation: sourceLocation)
         #expect(Self.temporaries(remoteTree).isEmpty, "remote temporaries: \(Self.temporaries(remoteTree))", sourceLocation: sourceLocation)
-        #expect(localTree == expected, "local differs: \(Set(localTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
-        #expect(remoteTree == expected, "remote differs: \(Set(remoteTree.keys).symmetricDifference(expected.keys).sorted().prefix(5))", sourceLocation: sourceLocation)
+        #expect(localTree == expected, "local differs: \(FileTree.differingPaths(localTree, expected).prefix(5))", sourceLocation: sourceLocation)
+        #expect(remoteTree == expected, "remote differs: \(FileTree.differingPaths(remoteTree, expected).prefix(5))", sourceLocation: sourceLocation)
     }
 
     @Test("kill -9 during the upload of a 300 MiB file", arguments: Remote.available)
@@ -222,7 +171,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         // The store's PUT is atomic (Apache: .davfs.tmp renamed when complete): while the
         // bytes arrive, no reader sees a file under the real name.
         let visibleEarly = Flag()
-        let caught = await wait(for: daemon, seconds: 60) { [remoteDisk] in
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [remoteDisk] in
             guard Self.partialSize(in: remoteDisk, prefix: partial) > 20 << 20 else { return false }
             visibleEarly.value = FileManager.default.fileExists(atPath: remoteDisk + "/big.bin")
             return true
@@ -238,14 +187,14 @@ final class CrashRecoveryTests: @unchecked Sendable {
         try configure(remote)
         try await Self.makeBigFile(remoteDisk + "/big.bin", megabytes: 300)
         try Data("small".utf8).write(to: URL(fileURLWithPath: remoteDisk + "/small.txt"))
-        if remote == .apache, getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] {
+        if remote == .apache, getuid() == 0, let owner = TestApache.owner {
             for name in ["big.bin", "small.txt"] {
                 try FileManager.default.setAttributes([.ownerAccountName: owner], ofItemAtPath: remoteDisk + "/" + name)
             }
         }
         let expected = await Self.tree(remoteDisk)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 60) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(60)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 20 << 20 }
         await kill9(daemon)
         #expect(caught, "the download was never seen in progress")
         try await expectConverged(expected)
@@ -255,23 +204,18 @@ final class CrashRecoveryTests: @unchecked Sendable {
     func sigterm() async throws {
         try configure(.localDirectory)
         try Data("x".utf8).write(to: URL(fileURLWithPath: local + "/x.txt"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run"]
-        process.environment = environment
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let synced = await wait(for: process, seconds: 30) { [remoteDisk] in FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
+        let process = try Binary.start(["run"], environment: environment)
+        let synced = await waitOnOwnThread(for: process, timeout: .seconds(30)) { [remoteDisk] in FileManager.default.fileExists(atPath: remoteDisk + "/x.txt") }
         #expect(synced)
         kill(process.processIdentifier, SIGTERM)
-        await Self.exit(of: process)
+        await waitForExit(process)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
     @Test("kill -9 at random moments of a 2 000-file initial sync", arguments: Remote.available)
     func killDuringInitialSync(remote: Remote) async throws {
         try configure(remote, transfers: 8)
-        var generator = SeededGenerator(seed: 20261123)
+        var generator = SeededRandom(seed: 20261123)
         for index in 0..<2000 {
             let folder = local + "/d\(index % 40)"
             if index < 40 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
@@ -288,25 +232,6 @@ final class CrashRecoveryTests: @unchecked Sendable {
         }
         try await expectConverged(expected)
     }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing run can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Hands a non-Sendable value to a helper thread the test waits for.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
 
 /// A flag a helper thread sets while the test waits for it.

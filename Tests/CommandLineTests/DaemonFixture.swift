@@ -1,6 +1,7 @@
 @testable import Control
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -48,11 +49,10 @@ final class DaemonFixture {
     func configure(url: String? = nil, disk: String? = nil, password: String? = nil, extra: String = "",
                    topLevel: String = "", poll: String = "1s") throws {
         var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"\(poll)\"\n" + extra
-        let env = ProcessInfo.processInfo.environment
         if let url, let disk {
             remoteDisk = disk
-            domain += "remote = \"\(url)\"\nusername = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"\n"
-            environment["TIDESYNC_PASSWORD_ST"] = password ?? env["TIDESYNC_TEST_DAV_PASSWORD"]
+            domain += "remote = \"\(url)\"\nusername = \"\(TestApache.user ?? "tidesync")\"\n"
+            environment["TIDESYNC_PASSWORD_ST"] = password ?? TestApache.password
         } else {
             remoteDisk = home + "/store"
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
@@ -63,14 +63,11 @@ final class DaemonFixture {
 
     /// A fresh collection on the shared Apache (the test script's), or nil when it is not running.
     static func sharedApacheCollection() throws -> (url: String, disk: String)? {
-        let env = ProcessInfo.processInfo.environment
-        guard let base = env["TIDESYNC_TEST_DAV_INF_URL"], let root = env["TIDESYNC_TEST_DAV_INF_ROOT"] else { return nil }
+        guard let base = TestApache.depthInfinityURLText, let root = TestApache.depthInfinityDiskRoot else { return nil }
         let name = "st-" + UUID().uuidString.prefix(8)
         let disk = root + "/" + name
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        if getuid() == 0, let owner = env["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: disk)
-        }
+        try TestApache.giveToServer(disk)
         return (base + name + "/", disk)
     }
 
@@ -81,15 +78,9 @@ final class DaemonFixture {
     /// Starts `tidesync run` with its stderr in `daemonLog`.
     @discardableResult
     func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run"] + arguments
-        process.environment = environment.merging(extraEnvironment) { _, new in new }
-        // Kept when it exists: a test may have named its inode in JOURNAL_STREAM.
-        if !FileManager.default.fileExists(atPath: daemonLog) { _ = FileManager.default.createFile(atPath: daemonLog, contents: nil) }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: daemonLog)
-        try process.run()
+        // The log is kept when it exists: a test may have named its inode in JOURNAL_STREAM.
+        let process = try Binary.start(["run"] + arguments, environment: environment.merging(extraEnvironment) { _, new in new },
+                                       log: daemonLog, keepingLog: true)
         daemon = process
         return process
     }
@@ -99,7 +90,7 @@ final class DaemonFixture {
     func stopDaemon() async -> Int32 {
         guard let daemon else { return -1 }
         kill(daemon.processIdentifier, SIGTERM)
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
         return daemon.terminationStatus
     }
 
@@ -128,20 +119,9 @@ final class DaemonFixture {
         (json["domains"] as? [[String: Any]])?.first ?? [:]
     }
 
-    /// Polls `condition` every 50 ms for at most `seconds`; true once it holds. Sleeps with
-    /// `Task.sleep`: a blocked test thread would stall every other test's tasks.
-    func wait(seconds: Double, until condition: () async throws -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < end {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     /// Waits until the daemon reports every domain idle (exit status 0).
     func waitUntilIdle(seconds: Double = 30) async throws -> Bool {
-        try await wait(seconds: seconds) { try await statusJSON().status == 0 }
+        try await waitUntil(timeout: .milliseconds(Int(seconds * 1000))) { try await statusJSON().status == 0 }
     }
 
     var log: String { (try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "" }

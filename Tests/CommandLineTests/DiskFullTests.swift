@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,7 @@ struct DiskFullTests {
         case localDirectory, apache
         var testDescription: String { rawValue }
         static var available: [Store] {
-            ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil ? allCases : [.localDirectory]
+            TestApache.depthInfinityConfigured ? allCases : [.localDirectory]
         }
     }
 
@@ -41,7 +42,7 @@ struct DiskFullTests {
 
         // Space is freed (the file system grows): the daemon goes on by itself, no restart.
         try await Self.remount(fixture.local, options: "size=16m")
-        let arrived = try await fixture.wait(seconds: 90) {
+        let arrived = try await waitUntil(timeout: .seconds(90)) {
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == new
         }
         #expect(arrived, "the new version never arrived after space was freed; log:\n\(fixture.log.suffix(3000))")
@@ -76,7 +77,7 @@ struct DiskFullTests {
         #expect((try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == Self.old)
 
         for path in fillers { unlink(path) }
-        let arrived = try await fixture.wait(seconds: 90) {
+        let arrived = try await waitUntil(timeout: .seconds(90)) {
             (try? String(contentsOfFile: fixture.local + "/new.txt", encoding: .utf8)) == "a new file from another client"
         }
         #expect(arrived, "the new file never arrived after inodes were freed; log:\n\(fixture.log.suffix(3000))")
@@ -98,7 +99,7 @@ struct DiskFullTests {
         }
         try old.write(to: URL(fileURLWithPath: fixture.local + "/big.bin"))
         try fixture.startDaemon()
-        let uploaded = try await fixture.wait(seconds: 60) {
+        let uploaded = try await waitUntil(timeout: .seconds(60)) {
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.remoteDisk + "/big.bin"))) == old
         }
         #expect(uploaded, "the first version never reached the server; log:\n\(fixture.log.suffix(3000))")
@@ -117,7 +118,7 @@ struct DiskFullTests {
     /// screen says "the local disk is full".
     static func expectParkedDiskFull(_ fixture: DaemonFixture) async throws {
         var last: [String: Any] = [:]
-        let parked = try await fixture.wait(seconds: 60) {
+        let parked = try await waitUntil(timeout: .seconds(60)) {
             last = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
             return (last["error"] as? [String: Any])?["code"] as? String == "localDiskFull"
         }
@@ -134,7 +135,7 @@ struct DiskFullTests {
     }
 
     static func giveToServer(_ path: String, store: Store) {
-        guard store == .apache, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] else { return }
+        guard store == .apache, let owner = TestApache.owner else { return }
         try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
     }
 
@@ -151,17 +152,6 @@ struct DiskFullTests {
 
     /// Unmounts `folder`; lazily when something still holds it, so the scratch home can go.
     static func unmount(_ folder: String) {
-        if run("/bin/umount", [folder]) != 0 { _ = run("/bin/umount", ["-l", folder]) }
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        if runTool("/bin/umount", [folder], silenced: true) != 0 { runTool("/bin/umount", ["-l", folder], silenced: true) }
     }
 }

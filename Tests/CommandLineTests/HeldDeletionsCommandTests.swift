@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Issue 13, item 3, through the real daemon and binary: a server emptied at once holds the
 /// local deletions whatever the domain's size, `status` says what is held and how to release
@@ -20,7 +21,7 @@ final class HeldDeletionsCommandTests {
         try fixture.configure()
         for n in 0..<3 { try Data("file \(n)".utf8).write(to: URL(fileURLWithPath: fixture.local + "/f\(n).txt")) }
         try fixture.startDaemon()
-        #expect(try await fixture.wait(seconds: 30) {
+        #expect(try await waitUntil(timeout: .seconds(30)) {
             (try? FileManager.default.contentsOfDirectory(atPath: fixture.remoteDisk))?.filter { $0.hasSuffix(".txt") }.count == 3
         }, "never synced; log:\n\(fixture.log.suffix(2000))")
         #expect(try await fixture.waitUntilIdle())
@@ -29,7 +30,7 @@ final class HeldDeletionsCommandTests {
         for n in 0..<3 { try FileManager.default.removeItem(atPath: fixture.remoteDisk + "/f\(n).txt") }
         var held: [String: Any] = [:]
         var problems: [String] = []
-        let wasHeld = try await fixture.wait(seconds: 30) {
+        let wasHeld = try await waitUntil(timeout: .seconds(30)) {
             let (_, json, _) = try await fixture.statusJSON()
             problems = schema.problems(json)
             held = DaemonFixture.firstDomain(json)["heldDeletions"] as? [String: Any] ?? [:]
@@ -47,7 +48,7 @@ final class HeldDeletionsCommandTests {
         let release = try await fixture.tidesync(["allow-deletions", "st"])
         #expect(release.status == 0)
         #expect(release.output.contains("Held deletions released: st"), "\(release.output)")
-        #expect(try await fixture.wait(seconds: 30) {
+        #expect(try await waitUntil(timeout: .seconds(30)) {
             (0..<3).allSatisfy { !FileManager.default.fileExists(atPath: fixture.local + "/f\($0).txt") }
         }, "never deleted; log:\n\(fixture.log.suffix(2000))")
         #expect(try await fixture.waitUntilIdle())

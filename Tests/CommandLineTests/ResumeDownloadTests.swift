@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -12,14 +13,14 @@ extension CrashRecoveryTests {
 
     /// This collection's lines in Apache's access log.
     func accessLogLines() -> [String] {
-        guard let path = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"],
+        guard let path = TestApache.accessLog,
               let text = FileManager.default.contents(atPath: path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }
 
     @Test("kill -9 during a download of 200 MiB: the restart asks only for the rest",
-          .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] != nil, "needs the private Apache"))
+          .enabled(if: TestApache.accessLog != nil, "needs the private Apache"))
     func resumeAfterKill() async throws {
         try configure(.apache)
         // Sizes in MiB; the environment can ask for others to measure by hand (1024 and 900).
@@ -30,7 +31,7 @@ extension CrashRecoveryTests {
         try await writeOld(megabytes: Int(mebibytes), seed: 0)
         let expected = await Self.tree(remoteDisk)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 300) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > cutAt }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(300)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > cutAt }
         await kill9(daemon)
         #expect(caught, "the download was never seen past \(cutAt >> 20) MiB")
         let cut = Self.partialSize(in: local, prefix: ".tidesync-part-")
@@ -38,11 +39,9 @@ extension CrashRecoveryTests {
         // The second GET of big.bin: a 206 whose bytes sent (%O: body and head) are the rest
         // after what the part held durably, not the whole file.
         var gets: [String] = []
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        _ = try await waitUntil(timeout: .seconds(60)) {  // polling for Apache's log line
             gets = accessLogLines().filter { $0.contains("\"GET ") && $0.contains("/big.bin ") }
-            if gets.count >= 2 { break }
-            try await Task.sleep(for: .milliseconds(50))  // polling for Apache's log line
+            return gets.count >= 2
         }
         try #require(gets.count == 2, "GETs of big.bin: \(gets)")
         let fields = gets[1].split(separator: " ")
@@ -63,17 +62,17 @@ extension CrashRecoveryTests {
             try handle.close()
         }
         var attributes: [FileAttributeKey: Any] = [.modificationDate: Date().addingTimeInterval(-3600 - Double(seed))]
-        if getuid() == 0, let owner = ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_OWNER"] { attributes[.ownerAccountName] = owner }
+        if getuid() == 0, let owner = TestApache.owner { attributes[.ownerAccountName] = owner }
         try FileManager.default.setAttributes(attributes, ofItemAtPath: path)
     }
 
     @Test("a part of a version the server no longer has is removed, never resumed",
-          .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] != nil, "needs the private Apache"))
+          .enabled(if: TestApache.accessLog != nil, "needs the private Apache"))
     func stalePartRemoved() async throws {
         try configure(.apache)
         try await writeOld(megabytes: 100, seed: 0)
         let daemon = try start()
-        let caught = await wait(for: daemon, seconds: 120) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 40 << 20 }
+        let caught = await waitOnOwnThread(for: daemon, timeout: .seconds(120)) { [local] in Self.partialSize(in: local, prefix: ".tidesync-part-") > 40 << 20 }
         await kill9(daemon)
         #expect(caught, "the download was never seen past 40 MiB")
         let parts = try FileManager.default.contentsOfDirectory(atPath: local).filter { $0.hasPrefix(".tidesync-part-") }

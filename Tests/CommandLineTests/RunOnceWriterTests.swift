@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
     let store: String
 
     init() throws {
-        home = NSTemporaryDirectory() + "tidesync-writers-" + UUID().uuidString
+        home = temporaryPath("tidesync-writers-")
         local = home + "/Cloud"
         store = home + "/store"
         for folder in [local, store, home + "/.config/tidesync"] {
@@ -39,37 +40,27 @@ final class RunOnceWriterTests: @unchecked Sendable {
 
     /// Starts `tidesync run --once`; its messages go to `log`.
     func startRunOnce(log: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = ["HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
-                               "PATH": "/usr/bin:/bin"]
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+        try Binary.start(["run", "--once"], environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config",
+                                                          "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"], log: log)
     }
 
     func runOnce() async throws -> Binary.Result {
         let log = home + "/run.log"
         let process = try startRunOnce(log: log)
-        await CrashRecoveryTests.exit(of: process)
+        await waitForExit(process)
         let errors = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
         return Binary.Result(status: process.terminationStatus, output: "", errors: errors)
     }
 
     /// Waits until `process` holds a descriptor to `path` (the shell has opened it).
     func waitUntilHeld(_ path: String, by process: Process) async throws {
-        for _ in 0..<3000 {
-            let fds = "/proc/\(process.processIdentifier)/fd"
-            let held = ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {
+        let fds = "/proc/\(process.processIdentifier)/fd"
+        let held = try await waitUntil(timeout: .seconds(30), every: .milliseconds(10)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: fds + "/" + $0)) == path
             }
-            if held { return }
-            try await Task.sleep(for: .milliseconds(10))
         }
-        Issue.record("the writer never opened \(path)")
+        if !held { Issue.record("the writer never opened \(path)") }
     }
 
     @Test("a file held open for writing throughout is not uploaded, and the message names the process holding it")
@@ -111,7 +102,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
             }
             _ = FileManager.default.createFile(atPath: release, contents: nil)
         }.start()
-        await CrashRecoveryTests.exit(of: run)
+        await waitForExit(run)
         let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(told.withLock { $0 }, "run --once never said it waits for the writer: \(errors)")
         #expect(run.terminationStatus == 0, "\(errors)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,7 @@ import Glibc
 /// domain until the password command gives the new password, without a config edit.
 @Suite("server refusals against the real binary",
        .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"),
-       .enabled(if: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil,
+       .enabled(if: TestApache.depthInfinityConfigured,
                 "the private Apache is not running (packaging/test.sh starts it)"))
 final class ServerRefusalTests {
     @Test("a file the server denies (403) is skipped and reported; the others sync; the domain is not parked")
@@ -59,7 +60,7 @@ final class ServerRefusalTests {
         let config = try String(contentsOfFile: fixture.home + "/.config/tidesync/config.toml", encoding: .utf8)
         try fixture.startDaemon()
         try Data("first".utf8).write(to: URL(fileURLWithPath: fixture.local + "/first.txt"))
-        #expect(try await fixture.wait(seconds: 60) { FileManager.default.fileExists(atPath: collection.disk + "/first.txt") },
+        #expect(try await waitUntil(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: collection.disk + "/first.txt") },
                 "\(fixture.log.suffix(2000))")
 
         let newPassword = "changed-" + UUID().uuidString.prefix(8)
@@ -69,12 +70,12 @@ final class ServerRefusalTests {
         }
         try #require(changed.status == 0, "\(changed.errors)")
         try Data("second".utf8).write(to: URL(fileURLWithPath: fixture.local + "/second.txt"))
-        let parked = try await fixture.wait(seconds: 60) { try await fixture.statusJSON().text.contains("notAuthenticated") }
+        let parked = try await waitUntil(timeout: .seconds(60)) { try await fixture.statusJSON().text.contains("notAuthenticated") }
         #expect(parked, "the domain was never parked as not authenticated: \(fixture.log.suffix(2000))")
 
         try answer(String(newPassword))
         _ = try await fixture.tidesync(["sync-now"])
-        let synced = try await fixture.wait(seconds: 60) { FileManager.default.fileExists(atPath: collection.disk + "/second.txt") }
+        let synced = try await waitUntil(timeout: .seconds(60)) { FileManager.default.fileExists(atPath: collection.disk + "/second.txt") }
         #expect(synced, "the new password was never used: \(fixture.log.suffix(2000))")
         #expect(try String(contentsOfFile: fixture.home + "/.config/tidesync/config.toml", encoding: .utf8) == config)
         #expect(fixture.daemon?.isRunning == true, "the same daemon picked the password up")

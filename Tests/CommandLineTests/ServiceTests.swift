@@ -1,6 +1,7 @@
 @testable import Control
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -79,7 +80,7 @@ final class ServiceTests {
         #expect(stat(fixture.daemonLog, &st) == 0)
         try fixture.startDaemon(extraEnvironment: ["NOTIFY_SOCKET": listener.path, "JOURNAL_STREAM": "\(st.st_dev):\(st.st_ino)"])
         var messages: [String] = []
-        #expect(try await fixture.wait(seconds: 20) {
+        #expect(try await waitUntil(timeout: .seconds(20)) {
             messages += listener.receive()
             return messages.contains { $0.contains("READY=1") } && messages.contains { $0.contains("STATUS=Synced") }
         }, "messages: \(messages)")
@@ -99,14 +100,14 @@ final class ServiceTests {
         let config = try String(contentsOfFile: fixture.home + "/.config/tidesync/config.toml", encoding: .utf8)
         try fixture.write(config: config + "\nthis is = = not toml\n")
         fixture.signal(SIGHUP)
-        #expect(try await fixture.wait(seconds: 10) { fixture.log.contains("was not reloaded") }, "\(fixture.log)")
+        #expect(try await waitUntil(timeout: .seconds(10)) { fixture.log.contains("was not reloaded") }, "\(fixture.log)")
         // The file is broken, so the socket is named on the command line.
         #expect(try await fixture.tidesync(["status", "--socket", fixture.socket]).status == 0)
         try FileManager.default.createDirectory(atPath: fixture.home + "/Two", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: fixture.home + "/store2", withIntermediateDirectories: true)
         try fixture.write(config: config + "\n[[domain]]\nname = \"two\"\nlocal = \"~/Two\"\nremote = \"file://\(fixture.home)/store2\"\npoll_interval = \"1h\"\n")
         fixture.signal(SIGHUP)
-        #expect(try await fixture.wait(seconds: 15) {
+        #expect(try await waitUntil(timeout: .seconds(15)) {
             let json = try await fixture.statusJSON()
             return (json.json["domains"] as? [[String: Any]])?.count == 2 && json.status == 0
         }, "\(fixture.log)")

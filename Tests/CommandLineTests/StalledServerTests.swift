@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -44,20 +45,14 @@ final class StalledServerTests {
         try server.setMode("trickle-all")
         try configure(lowSpeedTime: "3s")
         let start = ContinuousClock.now
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = ["run", "--once"]
-        process.environment = fixture.environment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let log = fixture.home + "/run-once.log"
+        let process = try Binary.start(["run", "--once"], environment: fixture.environment, log: log)
         // Generous: 20 times the configured low-speed time. Killed after it, so a
         // regression fails here instead of hanging the suite.
-        let exited = await CrashRecoveryTests.wait(for: process, seconds: 60) { !process.isRunning }
+        let exited = await waitOnOwnThread(for: process, timeout: .seconds(60)) { !process.isRunning }
         if !exited { kill(process.processIdentifier, SIGKILL) }
-        await CrashRecoveryTests.exit(of: process)
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        await waitForExit(process)
+        let text = readFile(log) ?? ""
         #expect(exited, "run --once was still waiting on the trickling server after \(ContinuousClock.now - start)")
         #expect(process.terminationStatus == 1, "\(text)")
         #expect(text.contains("too slowly"), "\(text)")
@@ -69,19 +64,19 @@ final class StalledServerTests {
         try server.setMode("trickle-get")
         try configure(lowSpeedTime: "30m")  // the check cannot end this download: only the signals can
         let daemon = try fixture.startDaemon()
-        let downloading = await CrashRecoveryTests.wait(for: daemon, seconds: 120) { [local = fixture.local] in
+        let downloading = await waitOnOwnThread(for: daemon, timeout: .seconds(120)) { [local = fixture.local] in
             let names = (try? FileManager.default.contentsOfDirectory(atPath: local)) ?? []
             return names.contains { $0.hasPrefix(".tidesync-part-") }
         }
         try #require(downloading, "the download never started: \(fixture.log)")
         fixture.signal(SIGTERM)
-        let first = try await fixture.wait(seconds: 30) { self.fixture.log.contains("finishing running transfers") }
+        let first = try await waitUntil(timeout: .seconds(30)) { self.fixture.log.contains("finishing running transfers") }
         #expect(first, "\(fixture.log)")
         #expect(daemon.isRunning, "the first SIGTERM is meant to wait for the running download")
         fixture.signal(SIGTERM)
-        let exited = await CrashRecoveryTests.wait(for: daemon, seconds: 30) { !daemon.isRunning }
+        let exited = await waitOnOwnThread(for: daemon, timeout: .seconds(30)) { !daemon.isRunning }
         if !exited { kill(daemon.processIdentifier, SIGKILL) }
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
         #expect(exited, "the daemon did not exit after the second SIGTERM: \(fixture.log)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.local).contains { $0.hasPrefix(".tidesync-part-") },
                 "the abandoned download left no temporary, so this test checks no cleanup")

@@ -1,6 +1,7 @@
 @testable import Control
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -155,7 +156,7 @@ final class StatusCommandTests {
         // poll_interval is an hour: only sync-now brings the new file over.
         try Data("new".utf8).write(to: URL(fileURLWithPath: fixture.local + "/new.txt"))
         #expect(try await fixture.tidesync(["sync-now"]).status == 0)
-        #expect(try await fixture.wait(seconds: 10) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
+        #expect(try await waitUntil(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: fixture.remoteDisk + "/new.txt") })
     }
 
     @Test("Apache stops: error and next retry shown, exit 2; it comes back: idle again")
@@ -170,7 +171,7 @@ final class StatusCommandTests {
         // Generous: a refused connection is retried until the 15 s connect timeout before
         // the pass fails (about 15 s here on an idle machine).
         var error: [String: Any] = [:]
-        #expect(try await fixture.wait(seconds: 60) {
+        #expect(try await waitUntil(timeout: .seconds(60)) {
             let (status, json, _) = try await fixture.statusJSON()
             error = DaemonFixture.firstDomain(json)["error"] as? [String: Any] ?? [:]
             return status == 2
@@ -185,7 +186,7 @@ final class StatusCommandTests {
         try await apache.restart()
         try Data("after".utf8).write(to: URL(fileURLWithPath: fixture.local + "/after.txt"))
         // Idle may be seen before the watcher has settled the new file: wait for the file.
-        #expect(try await fixture.wait(seconds: 90) { FileManager.default.fileExists(atPath: collection.disk + "/after.txt") },
+        #expect(try await waitUntil(timeout: .seconds(90)) { FileManager.default.fileExists(atPath: collection.disk + "/after.txt") },
                 "after.txt never reached the server; log:\n\(fixture.log.suffix(2000))")
         #expect(try await fixture.waitUntilIdle(seconds: 30), "never recovered; log:\n\(fixture.log.suffix(2000))")
         try await apache.stop()
@@ -263,7 +264,7 @@ final class PrivateApache {
     /// the daemon under test held it back as "still open for writing" (the fresh-clone flakes
     /// of issue 13). Every descriptor above 2 is closed in the child.
     static func shell(_ arguments: [String], environment: [String: String] = [:]) throws -> Binary.Result {
-        let log = NSTemporaryDirectory() + "tidesync-pa-" + UUID().uuidString + ".log"
+        let log = temporaryPath("tidesync-pa-") + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }
         var merged = ProcessInfo.processInfo.environment
         merged.merge(environment) { _, given in given }
@@ -273,39 +274,11 @@ final class PrivateApache {
     }
 }
 
-/// Runs `arguments` (the first looked up in PATH) to its end with nothing inherited but
-/// stdin and stdout on /dev/null and stderr appended to `stderr`; its wait status.
-func spawnClosingDescriptors(_ arguments: [String], environment: [String: String], stderr: String) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    // glibc ≥ 2.34 has it, but its header hides it from Swift's Glibc module.
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(nil /* RTLD_DEFAULT */, "posix_spawn_file_actions_addclosefrom_np") else {
-        throw ControlFailure(.failed, "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later is needed)")
-    }
-    guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 else {
-        throw ControlFailure(.failed, "posix_spawn_file_actions_addclosefrom_np failed")
-    }
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
-    guard spawned == 0 else { throw ControlFailure(.failed, "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return status
-}
-
 @Suite("children the tests start")
 struct SpawnedChildTests {
     @Test("a child started by spawnClosingDescriptors inherits no file the test process has open for writing")
     func inheritsNothing() throws {
-        let folder = NSTemporaryDirectory() + "tidesync-spawn-" + UUID().uuidString
+        let folder = temporaryPath("tidesync-spawn-")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // FileHandle opens without O_CLOEXEC, as Data.write does.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -29,7 +30,7 @@ struct TwoClientTests {
 
 /// The test's settings from the environment, and the test itself.
 enum TwoClientSettings {
-    static var apacheConfigured: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
+    static var apacheConfigured: Bool { TestApache.depthInfinityConfigured }
 
     static var seeds: [UInt64] {
         let text = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? "7,1207,90210,4242,31337"
@@ -107,10 +108,9 @@ enum TwoClientSettings {
         var listed: Set<String> = []
         for client in world.clients {
             var domain: [String: Any] = [:]
-            for _ in 0..<50 {
+            _ = try await waitUntil(timeout: .seconds(60), every: .milliseconds(200)) {
                 domain = (try await world.json(client, ["status", "--json"])["domains"] as? [[String: Any]])?.first ?? [:]
-                if domain["state"] as? String == "idle" { break }
-                try await Task.sleep(for: .milliseconds(200))
+                return domain["state"] as? String == "idle"
             }
             #expect(domain["state"] as? String == "idle", "seed \(seed): client \(client.name) is \(domain["state"] ?? "?")")
             let errors = domain["itemsInError"] as? [[String: Any]] ?? []
@@ -193,7 +193,6 @@ final class TwoClientWorld: @unchecked Sendable {
             (self.url, remoteDisk) = (url, disk)
         }
         clients = ["A", "B"].map { TwoClientPeer(name: $0, home: base + "-" + $0) }
-        let env = ProcessInfo.processInfo.environment
         for client in clients {
             try FileManager.default.createDirectory(atPath: client.local, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: client.home + "/.config/tidesync", withIntermediateDirectories: true)
@@ -204,7 +203,7 @@ final class TwoClientWorld: @unchecked Sendable {
                 name = "two"
                 local = "~/Cloud"
                 remote = "\(url)"
-                \(url.hasPrefix("file:") ? "" : "username = \"\(env["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")\"")
+                \(url.hasPrefix("file:") ? "" : "username = \"\(TestApache.user ?? "tidesync")\"")
                 poll_interval = "1s"
                 debounce = "200ms"
 
@@ -214,29 +213,18 @@ final class TwoClientWorld: @unchecked Sendable {
     }
 
     func start() throws {
-        let env = ProcessInfo.processInfo.environment
         for client in clients {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Binary.path!)
-            process.arguments = ["run"]
-            process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
-                                   "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
-                                   "TIDESYNC_PASSWORD_TWO": env["TIDESYNC_TEST_DAV_PASSWORD"] ?? ""]
-            _ = FileManager.default.createFile(atPath: client.home + "/daemon.log", contents: nil)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle(forWritingAtPath: client.home + "/daemon.log")
-            try process.run()
-            client.process = process
+            client.process = try Binary.start(["run"], environment: ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                                                     "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
+                                                                     "TIDESYNC_PASSWORD_TWO": TestApache.password ?? ""],
+                                              log: client.home + "/daemon.log")
         }
     }
 
     /// SIGTERM to both daemons; waits (without blocking a thread) until they exit.
     func stop() async throws {
         for client in clients { if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGTERM) } }
-        let end = ContinuousClock.now + .seconds(20)
-        while clients.contains(where: { $0.process?.isRunning == true }), ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await waitUntil(timeout: .seconds(20)) { [clients] in !clients.contains { $0.process?.isRunning == true } }
         for client in clients where client.process?.isRunning == true {
             Issue.record("seed \(seed): client \(client.name)'s daemon did not stop on SIGTERM")
         }
@@ -274,7 +262,7 @@ final class TwoClientWorld: @unchecked Sendable {
         let remote = remoteTree()
         for client in clients {
             let local = TwoClientWorld.tree(client.local)
-            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(12)
+            let keys = FileTree.differingPaths(local, remote).prefix(12)
             for key in keys {
                 Issue.record("seed \(seed): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
             }
@@ -310,20 +298,10 @@ final class TwoClientWorld: @unchecked Sendable {
     /// The files below `root` (folders are implied; empty folders as "<folder>").
     static func tree(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
-        var pending = [""]
-        while let folder = pending.popLast() {
-            let absolute = folder.isEmpty ? root : root + "/" + folder
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: absolute) else { continue }
-            if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" }
-            for name in names where name != ".tidesync-store.lock" {
-                let relative = folder.isEmpty ? name : folder + "/" + name
-                var st = stat()
-                guard lstat(absolute + "/" + name, &st) == 0 else { continue }
-                if st.st_mode & S_IFMT == S_IFDIR {
-                    if name != ".DAV" { pending.append(relative) }
-                } else {
-                    result[relative] = (try? String(contentsOfFile: absolute + "/" + name, encoding: .utf8)) ?? "<unreadable>"
-                }
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" }, descend: { $0.name != ".DAV" },
+                      listed: { folder, names in if names.isEmpty, !folder.isEmpty { result[folder] = "<folder>" } }) { entry in
+            if !entry.isFolder {
+                result[entry.relative] = (try? String(contentsOfFile: entry.absolute, encoding: .utf8)) ?? "<unreadable>"
             }
         }
         return result
@@ -345,17 +323,11 @@ final class TwoClientWorld: @unchecked Sendable {
     /// The JSON `tidesync ARGUMENTS` prints for `client`, parsed; waits for the command
     /// without blocking a thread.
     func json(_ client: TwoClientPeer, _ arguments: [String]) async throws -> [String: Any] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binary.path!)
-        process.arguments = arguments
-        process.environment = ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
-                               "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin"]
         let output = client.home + "/command.json"
-        _ = FileManager.default.createFile(atPath: output, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: output)
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        let process = try Binary.start(arguments, environment: ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
+                                                                "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin"],
+                                       output: output)
+        await waitForExit(process)
         let data = FileManager.default.contents(atPath: output) ?? Data()
         return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
     }

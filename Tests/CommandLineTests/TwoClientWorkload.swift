@@ -1,24 +1,9 @@
 import Foundation
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A small, fast, seedable generator (SplitMix64), so a seed replays the same workload.
-struct SeededRandom {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 | 1 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// A number in 0..<bound.
-    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
-    mutating func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[next(items.count)] }
-}
 
 /// The random operations and what they did to versions. A version is a unique content
 /// string; it is *live* from its write until a client that had it in front of it
@@ -41,7 +26,7 @@ struct Workload {
 
     init(seed: UInt64) {
         self.seed = seed
-        random = SeededRandom(seed)
+        random = SeededRandom(spreading: seed)
     }
 
     func history(of version: String) -> [String] { events[version] ?? [] }

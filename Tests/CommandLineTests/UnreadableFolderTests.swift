@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -119,11 +120,11 @@ final class UnreadableFolderTests {
         let user = try Unprivileged(fixture)
         let daemon = try user.startDaemon()
         let store = fixture.remoteDisk
-        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").count == 3 }, "no first sync; log:\n\(fixture.log.suffix(2000))")
+        #expect(try await waitUntil(timeout: .seconds(60)) { Self.names(in: store + "/sub").count == 3 }, "no first sync; log:\n\(fixture.log.suffix(2000))")
 
         #expect(chmod(sub, 0) == 0)
         defer { chmod(sub, 0o755) }
-        let named = try await fixture.wait(seconds: 60) {
+        let named = try await waitUntil(timeout: .seconds(60)) {
             let report = try await user.run(["status", "--json"])
             let json = (try? JSONSerialization.jsonObject(with: Data(report.output.utf8))) as? [String: Any] ?? [:]
             let folders = DaemonFixture.firstDomain(json)["unreadableFolders"] as? [[String: Any]] ?? []
@@ -136,16 +137,16 @@ final class UnreadableFolderTests {
         let before = fixture.log.components(separatedBy: warning).count
         try write("made while unreadable", to: sub + "/d.txt")
         try user.own(sub + "/d.txt")
-        #expect(try await fixture.wait(seconds: 60) { fixture.log.components(separatedBy: warning).count > before },
+        #expect(try await waitUntil(timeout: .seconds(60)) { fixture.log.components(separatedBy: warning).count > before },
                 "no pass met the folder again; log:\n\(fixture.log.suffix(2000))")
         #expect(Self.names(in: store + "/sub") == ["a.txt", "b.txt", "c.txt"])
 
         // Nothing but the folder's own IN_ATTRIB says it can be read again.
         #expect(chmod(sub, 0o755) == 0)
-        #expect(try await fixture.wait(seconds: 60) { Self.names(in: store + "/sub").contains("d.txt") },
+        #expect(try await waitUntil(timeout: .seconds(60)) { Self.names(in: store + "/sub").contains("d.txt") },
                 "the folder made readable again was not synced; log:\n\(fixture.log.suffix(3000))")
         kill(daemon.processIdentifier, SIGTERM)
-        await CrashRecoveryTests.exit(of: daemon)
+        await waitForExit(daemon)
     }
 
     func write(_ text: String, to path: String) throws {
@@ -185,17 +186,12 @@ struct Unprivileged {
     /// Makes `path` (and everything below it) uid 65534's, as root; nothing otherwise.
     func own(_ path: String) throws {
         guard getuid() == 0 else { return }
-        let result = try Self.chown(path)
+        let result = Self.chown(path)
         guard result == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
     }
 
-    static func chown(_ path: String) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/chown")
-        process.arguments = ["-R", "\(uid):\(uid)", path]
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+    static func chown(_ path: String) -> Int32 {
+        runTool("/bin/chown", ["-R", "\(uid):\(uid)", path])
     }
 
     /// True when every folder above `path` can be searched and the file run by others.
@@ -221,19 +217,10 @@ struct Unprivileged {
 
     /// `tidesync run` in the background as the ordinary user, its stderr in the fixture's log.
     func startDaemon() throws -> Process {
-        let process = Process()
-        if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"]
-        } else {
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["run"]
-        }
-        process.environment = fixture.environment
-        _ = FileManager.default.createFile(atPath: fixture.daemonLog, contents: nil)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: fixture.daemonLog)
-        try process.run()
+        let process = try getuid() == 0
+            ? Binary.start(["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"],
+                           environment: fixture.environment, executable: "/usr/bin/setpriv", log: fixture.daemonLog)
+            : Binary.start(["run"], environment: fixture.environment, executable: binary, log: fixture.daemonLog)
         fixture.daemon = process
         return process
     }

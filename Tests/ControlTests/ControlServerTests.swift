@@ -2,6 +2,7 @@
 import Foundation
 import Logging
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -37,7 +38,7 @@ struct RawClient {
     let responder = FakeResponder()
 
     init() throws {
-        directory = NSTemporaryDirectory() + "tidesync-control-" + UUID().uuidString.prefix(8)
+        directory = temporaryPath("tidesync-control-", short: true)
         path = directory + "/run/tidesync.sock"
         server = try ControlServer(path: path, responder: responder, logger: Logger(label: "test"))
     }

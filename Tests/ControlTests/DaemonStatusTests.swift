@@ -7,6 +7,7 @@ import StateDatabase
 import SyncEngine
 import SyncModel
 import Testing
+import TestSupport
 import TidesyncConfig
 
 #if canImport(Glibc)
@@ -109,7 +110,10 @@ import Glibc
     }
 }
 
-@Suite struct ServiceTests {
+/// The daemon's service parts, in process: the status line systemd shows, journal lines, the
+/// sd_notify notifier and the reload plan. (The real daemon as a service is `ServiceTests`.)
+@Suite("service parts: status line, journal lines, notifier, reload plan")
+struct ServicePartsTests {
     func snapshot(_ phase: DomainMonitor.Phase, pending: [PlannedStep] = []) -> DomainMonitor.Snapshot {
         var snapshot = DomainMonitor.Snapshot()
         snapshot.phase = phase
@@ -140,7 +144,7 @@ import Glibc
     @Test(arguments: [false, true])
     func theNotifierReachesPathAndAbstractSockets(abstract: Bool) throws {
         let name = abstract ? "@tidesync-test-\(UUID().uuidString.prefix(8))"
-            : NSTemporaryDirectory() + "tidesync-notify-\(UUID().uuidString.prefix(8))"
+            : temporaryPath("tidesync-notify-", short: true)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd); if !abstract { unlink(name) } }
         var address = sockaddr_un()

@@ -6,6 +6,7 @@ import Replica
 import Synchronization
 import SyncModel
 import Testing
+import TestSupport
 import TidesyncConfig
 
 /// The daemon's waits end on events (stop, sync-now, a status change), never by polling a
@@ -23,7 +24,7 @@ struct EventDrivenWaitTests {
     }
 
     func scratch() throws -> String {
-        let directory = NSTemporaryDirectory() + "tidesync-wait-" + UUID().uuidString.prefix(8)
+        let directory = temporaryPath("tidesync-wait-", short: true)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         return directory
     }

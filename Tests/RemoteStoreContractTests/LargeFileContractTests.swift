@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 
 /// A 1 GiB file streams both ways without being held in memory. The test process's
 /// peak RSS (VmHWM) is read before and after; its growth is printed for the notes and
@@ -13,7 +14,7 @@ struct LargeFileContractTests {
     func largeFile(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let source = f.scratch.appendingPathComponent("big.bin")
-            try await Self.onOwnThread { try Self.writePattern(to: source, size: Self.size) }
+            try await onOwnThread { try Self.writePattern(to: source, size: Self.size) }
             let before = Self.peakResidentBytes()
             let uploaded = try await f.store.upload(from: source, to: p("big.bin"), condition: .mustNotExist, progress: nil)
             #expect(uploaded.size == Self.size)
@@ -21,23 +22,12 @@ struct LargeFileContractTests {
             let target = f.scratch.appendingPathComponent("big.down")
             _ = try await f.store.download(p("big.bin"), range: nil, version: uploaded.etag, to: target, progress: nil)
             let afterDownload = Self.peakResidentBytes()
-            #expect(try await Self.onOwnThread { try Self.filesEqual(source, target) })
+            #expect(try await onOwnThread { try Self.filesEqual(source, target) })
             print("peak RSS growth for \(Self.size >> 20) MiB on \(kind.rawValue): upload \((afterUpload - before) >> 20) MiB, download \((afterDownload - afterUpload) >> 20) MiB (process peak \(afterDownload >> 20) MiB)")
             #expect(afterDownload - before < 256 << 20, "streaming held too much in memory")
             try? FileManager.default.removeItem(at: source)
             try? FileManager.default.removeItem(at: target)
             try await f.store.delete(p("big.bin"), version: nil)
-        }
-    }
-
-    /// Runs `work` (a GiB written or compared: seconds) on a thread of its own and waits for
-    /// it without blocking: tests share a few threads (one per core), and one held for
-    /// seconds stalls every other test's tasks and timers.
-    static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
-            Thread {
-                do { done.resume(returning: try work()) } catch { done.resume(throwing: error) }
-            }.start()
         }
     }
 

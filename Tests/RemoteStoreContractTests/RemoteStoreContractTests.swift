@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SyncEngine
 import Testing
+import TestSupport
 
 /// The contract of `RemoteStore` (see its doc comment), run over every implementation.
 @Suite("RemoteStore contract")

@@ -1,6 +1,7 @@
 import Foundation
 import SyncModel
 import Testing
+import TestSupport
 
 /// The contract tests run over `StoreKind.available`: the WebDAV kinds only when their
 /// private server runs. Without one, these tests are skipped, so the closing line counts
@@ -8,7 +9,7 @@ import Testing
 @Suite("the contract suite's servers")
 struct ServerKindsTests {
     @Test("the private Apache answers, so the contract tests also run on both Apache kinds",
-          .enabled(if: TestServer.configured,
+          .enabled(if: TestApache.configured,
                    "the private Apache is not running (TIDESYNC_TEST_DAV_URL unset): the Apache kinds of every contract test were left out; packaging/test.sh starts it"))
     func apacheAnswers() async throws {
         #expect(StoreKind.available.contains(.apache) && StoreKind.available.contains(.apacheDepthInfinity))
@@ -16,7 +17,7 @@ struct ServerKindsTests {
     }
 
     @Test("the private rclone answers, so the contract tests also run on rclone",
-          .enabled(if: RcloneServer.configured,
+          .enabled(if: TestRclone.configured,
                    "rclone serve webdav is not running (TIDESYNC_TEST_RCLONE_URL unset): the rclone kind of every contract test was left out; install rclone, packaging/test.sh starts it"))
     func rcloneAnswers() async throws {
         #expect(StoreKind.available.contains(.rclone))

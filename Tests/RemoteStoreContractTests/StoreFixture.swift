@@ -2,6 +2,7 @@ import Foundation
 import LocalStore
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 /// The implementations the contract suite runs over.
@@ -23,8 +24,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
         allCases.filter { kind in
             switch kind {
             case .localDirectory, .inMemory: true
-            case .apache, .apacheDepthInfinity: TestServer.configured
-            case .rclone: RcloneServer.configured
+            case .apache, .apacheDepthInfinity: TestApache.configured
+            case .rclone: TestRclone.configured
             }
         }
     }
@@ -33,31 +34,24 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     var isWebDAV: Bool { self == .apache || self == .apacheDepthInfinity || self == .rclone }
 }
 
-/// The private Apache that `packaging/test.sh` starts (see `packaging/dav-server.sh`).
-enum TestServer {
-    static let environment = ProcessInfo.processInfo.environment
-    static var configured: Bool { environment["TIDESYNC_TEST_DAV_URL"] != nil }
-    static var user: String { environment["TIDESYNC_TEST_DAV_USER"] ?? "" }
-    static var password: String { environment["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
-    static var accessLog: String? { environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] }
-
-    static func baseURL(_ kind: StoreKind) -> URL {
-        URL(string: environment[kind == .apache ? "TIDESYNC_TEST_DAV_URL" : "TIDESYNC_TEST_DAV_INF_URL"]!)!
+extension StoreKind {
+    /// The base URL of this kind's server (the WebDAV kinds only).
+    var baseURL: URL {
+        switch self {
+        case .rclone: TestRclone.url!
+        case .apache: TestApache.url!
+        default: TestApache.depthInfinityURL!
+        }
     }
 
-    static func diskRoot(_ kind: StoreKind) -> String {
-        environment[kind == .apache ? "TIDESYNC_TEST_DAV_ROOT" : "TIDESYNC_TEST_DAV_INF_ROOT"]!
+    /// The folder on this machine that this kind's server serves (the WebDAV kinds only).
+    var diskRoot: String {
+        switch self {
+        case .rclone: TestRclone.diskRoot!
+        case .apache: TestApache.diskRoot!
+        default: TestApache.depthInfinityDiskRoot!
+        }
     }
-}
-
-/// The private `rclone serve webdav` that `packaging/test.sh` starts (see `packaging/rclone-dav.sh`).
-enum RcloneServer {
-    static let environment = ProcessInfo.processInfo.environment
-    static var configured: Bool { environment["TIDESYNC_TEST_RCLONE_URL"] != nil }
-    static var baseURL: URL { URL(string: environment["TIDESYNC_TEST_RCLONE_URL"]!)! }
-    static var user: String { environment["TIDESYNC_TEST_RCLONE_USER"] ?? "" }
-    static var password: String { environment["TIDESYNC_TEST_RCLONE_PASSWORD"] ?? "" }
-    static var diskRoot: String { environment["TIDESYNC_TEST_RCLONE_ROOT"]! }
 }
 
 /// A fresh, empty store for one test: a temp directory, or a new collection on the
@@ -80,8 +74,8 @@ struct StoreFixture {
         let unique = "t-\(UUID().uuidString.prefix(8))"
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-contract-\(unique)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        user = kind == .rclone ? RcloneServer.user : TestServer.user
-        password = kind == .rclone ? RcloneServer.password : TestServer.password
+        user = (kind == .rclone ? TestRclone.user : TestApache.user) ?? ""
+        password = (kind == .rclone ? TestRclone.password : TestApache.password) ?? ""
         switch kind {
         case .localDirectory:
             diskPath = scratch.appendingPathComponent("store").path
@@ -91,7 +85,7 @@ struct StoreFixture {
             collection = nil
         case .inMemory: diskPath = scratch.path; store = InMemoryRemoteStore(); webDAV = nil; collection = nil
         case .apache, .apacheDepthInfinity, .rclone:
-            let base = kind == .rclone ? RcloneServer.baseURL : TestServer.baseURL(kind)
+            let base = kind.baseURL
             let root = try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
             let rootStore = WebDAVStore(endpoint: root, connections: 2)
             do { _ = try await rootStore.makeFolder(at: RemotePath([unique])) } catch {
@@ -105,7 +99,7 @@ struct StoreFixture {
             self.store = store
             webDAV = store
             collection = (base, unique)
-            diskPath = (kind == .rclone ? RcloneServer.diskRoot : TestServer.diskRoot(kind)) + "/" + unique
+            diskPath = kind.diskRoot + "/" + unique
         }
     }
 
@@ -128,7 +122,7 @@ struct StoreFixture {
         case .localDirectory: return LocalDirectoryStore(root: diskPath)
         case .inMemory: return store
         case .apache, .apacheDepthInfinity, .rclone:
-            let base = kind == .rclone ? RcloneServer.baseURL : TestServer.baseURL(kind)
+            let base = kind.baseURL
             let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(collection!.name, isDirectory: true),
                                               username: user, password: password, allowInsecureHTTP: false)
             return WebDAVStore(endpoint: endpoint, connections: 8)
@@ -175,16 +169,3 @@ func withStore(_ kind: StoreKind, _ body: (StoreFixture) async throws -> Void) a
 
 /// `p("a/b")`: a RemotePath literal for tests.
 func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
-
-/// Expects `body` to throw a ProviderError with `code`.
-func expectCode<T>(_ code: ProviderError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-                   _ body: () async throws -> T) async {
-    do {
-        _ = try await body()
-        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
-    } catch let error as ProviderError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected ProviderError \(code), got \(error)", sourceLocation: sourceLocation)
-    }
-}

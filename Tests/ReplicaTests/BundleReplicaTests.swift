@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +25,7 @@ import Glibc
     }
 
     @Test func theBundleStatChangesWithAnyMemberAndNotWithARenameOfTheBundle() throws {
-        let root = NSTemporaryDirectory() + "tidesync-bundle-\(UUID().uuidString)"
+        let root = temporaryPath("tidesync-bundle-")
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/A.app/Contents", withIntermediateDirectories: true)
         try Data("one".utf8).write(to: URL(fileURLWithPath: root + "/A.app/Contents/x"))

@@ -2,10 +2,11 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 @Suite("Local scanner")
 final class LocalScannerTests {
-    let root = NSTemporaryDirectory() + "tidesync-scan-" + UUID().uuidString
+    let root = temporaryPath("tidesync-scan-")
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
     func make(_ relative: String, contents: String? = "x") throws {

@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 /// The names of download parts: found again by file and version, told apart from fresh
 /// temporaries, and still temporaries to the scanner.
@@ -38,7 +39,7 @@ struct PartNameTests {
 extension PartNameTests {
     @Test("a folder deleted on the server goes with a part kept in it; a file nobody recorded stays")
     func partGoesWithItsFolder() throws {
-        let root = NSTemporaryDirectory() + "parts-" + UUID().uuidString
+        let root = temporaryPath("parts-")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let local = LocalFolder(root: root)
         let docs = try RemotePath(["docs"])

@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ import Glibc
     func p(_ s: String) -> RemotePath { try! RemotePath(string: s) }
 
     func folder() throws -> (LocalFolder, String) {
-        let root = NSTemporaryDirectory() + "tidesync-replace-\(UUID().uuidString)"
+        let root = temporaryPath("tidesync-replace-")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         return (LocalFolder(root: root), root)
     }

@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -11,15 +12,10 @@ import Glibc
 /// ENOTDIR mean a folder is gone; any other failure leaves it unknown, never empty.
 @Suite("Local scanner: folders that cannot be read")
 final class UnreadableScanTests {
-    let root = NSTemporaryDirectory() + "tidesync-unreadable-" + UUID().uuidString
+    let root = temporaryPath("tidesync-unreadable-")
 
     deinit {
-        // `rm -r` works on trees deeper than PATH_MAX (it walks with openat).
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/rm")
-        process.arguments = ["-rf", root]
-        try? process.run()
-        process.waitUntilExit()
+        removeTree(root)  // deeper than PATH_MAX: FileManager cannot remove it
     }
 
     @Test("only ENOENT and ENOTDIR mean gone; EACCES, EPERM, EMFILE, ENFILE, EIO, ENOMEM, ELOOP mean unreadable")

@@ -1,13 +1,14 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 
 /// The in-memory store's test hooks (its `RemoteStore` contract is checked by the
 /// contract suite, which runs over it too).
 @Suite("In-memory remote store: test hooks")
 struct InMemoryRemoteStoreTests {
     static func scratchFile(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-mem-\(UUID().uuidString)")
+        let url = URL(fileURLWithPath: temporaryPath("tidesync-mem-"))
         try Data(text.utf8).write(to: url)
         return url
     }
@@ -70,7 +71,7 @@ struct InMemoryRemoteStoreTests {
         let entry = try await store.upload(from: source, to: p("big"), condition: .mustNotExist, progress: nil)
         try FileManager.default.removeItem(at: source)
         #expect(entry.size == 10)
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-mem-\(UUID().uuidString)")
+        let target = URL(fileURLWithPath: temporaryPath("tidesync-mem-"))
         defer { try? FileManager.default.removeItem(at: target) }
         _ = try await store.download(p("big"), range: ByteRange(offset: 3, length: 4), version: entry.etag, to: target, progress: nil)
         #expect(try Data(contentsOf: target) == Data("3456".utf8))

@@ -5,6 +5,7 @@ import StateDatabase
 import Synchronization
 import SyncEngine
 import Testing
+import TestSupport
 
 /// A store that works for `writes` write requests and then, like a server that went away
 /// or a daemon killed at that moment, fails every request.
@@ -172,7 +173,7 @@ struct BundleFailureTests {
             try await world.provider.cleanUpScratch(beside: p("d/Old.app"), token: "T3", base: nil, host: "testhost")
             let names = try FileManager.default.contentsOfDirectory(atPath: world.onServer("e")).sorted()
             #expect(names == ["Old.app"], "the folder e holds \(names)")
-            #expect(SyncWorld.read(world.onServer("e/Old.app/Contents/member-0.txt")) == "old", "the version set aside is back in place")
+            #expect(readFile(world.onServer("e/Old.app/Contents/member-0.txt")) == "old", "the version set aside is back in place")
         }
     }
 
@@ -193,7 +194,7 @@ struct BundleFailureTests {
             let names = try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).filter { $0.hasPrefix("Race") }
             #expect(names.count == 2, "\(names)")
             let copy = try #require(names.first { $0 != "Race.app" })
-            #expect(SyncWorld.read(world.onServer("\(copy)/Contents/member-0.txt")) == "theirs")
+            #expect(readFile(world.onServer("\(copy)/Contents/member-0.txt")) == "theirs")
             #expect(Self.scratchNames(world).isEmpty)
         }
     }

@@ -4,6 +4,7 @@ import Replica
 import StateDatabase
 @testable import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)
@@ -56,7 +57,7 @@ struct BundleScenarioTests {
             let second = try await world.sync()
             #expect(second.count == 1 && second[0].steps == 1)
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.onServer("Big.app/Contents/Resources/member-4.txt")) == "changed member")
+            #expect(readFile(world.onServer("Big.app/Contents/Resources/member-4.txt")) == "changed member")
             if remote == .apache {
                 try await world.accessLogSettled()
                 let puts = world.requests("PUT", since: mark).filter { $0.contains("\" 20") }
@@ -121,8 +122,8 @@ struct BundleScenarioTests {
             #expect(unlink(world.onServer("Deck.key/Contents/member-3.txt")) == 0)
             let passes = try await world.sync()
             #expect(passes.first?.steps == 1, "one download of the bundle")
-            #expect(SyncWorld.read(world.local("Deck.key/Contents/member-0.txt")) == "edited elsewhere")
-            #expect(SyncWorld.read(world.local("Deck.key/Contents/Resources/added.txt")) == "added elsewhere")
+            #expect(readFile(world.local("Deck.key/Contents/member-0.txt")) == "edited elsewhere")
+            #expect(readFile(world.local("Deck.key/Contents/Resources/added.txt")) == "added elsewhere")
             #expect(!FileManager.default.fileExists(atPath: world.local("Deck.key/Contents/member-3.txt")))
             #expect(world.localInode("Deck.key") != before, "replaced by one rename, not edited in place")
             #expect(SyncWorld.tree(world.localRoot).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no temporary left locally")
@@ -143,10 +144,10 @@ struct BundleScenarioTests {
             let copy = try #require(names.first { $0 != "Notes.rtfd" })
             #expect(copy.hasPrefix("Notes (conflicted copy ") && copy.hasSuffix(" testhost).rtfd"), "\(copy)")
             // The copy holds this machine's version whole; the original the server's, whole.
-            #expect(SyncWorld.read(world.local("\(copy)/Contents/member-0.txt")) == "mine, longer than before")
-            #expect(SyncWorld.read(world.local("\(copy)/Contents/Resources/member-1.txt"))?.hasPrefix("v1 member 1") == true)
-            #expect(SyncWorld.read(world.local("Notes.rtfd/Contents/Resources/member-1.txt")) == "theirs")
-            #expect(SyncWorld.read(world.local("Notes.rtfd/Contents/member-0.txt"))?.hasPrefix("v1 member 0") == true)
+            #expect(readFile(world.local("\(copy)/Contents/member-0.txt")) == "mine, longer than before")
+            #expect(readFile(world.local("\(copy)/Contents/Resources/member-1.txt"))?.hasPrefix("v1 member 1") == true)
+            #expect(readFile(world.local("Notes.rtfd/Contents/Resources/member-1.txt")) == "theirs")
+            #expect(readFile(world.local("Notes.rtfd/Contents/member-0.txt"))?.hasPrefix("v1 member 0") == true)
             #expect(try Self.row(world, copy)?.kind == .bundle)
             #expect(try world.database.conflicts().count == 1)
             try await world.expectAgreement()
@@ -267,7 +268,7 @@ struct BundleScenarioTests {
             // Another client's version arrives: put in place with one RENAME_EXCHANGE.
             try await Task.sleep(for: .milliseconds(1100))  // past Apache's weak-ETag second
             try world.writeOnServer("Deck.key/Data/a.txt", "a2 from the server")
-            try await eventually("the new version here") { SyncWorld.read(world.local("Deck.key/Data/a.txt")) == "a2 from the server" }
+            try await eventually("the new version here") { readFile(world.local("Deck.key/Data/a.txt")) == "a2 from the server" }
             try await run.quiesce()
             // Edits inside the new tree, at its top and in a folder inside, reach the server.
             try world.write("Deck.key/Data/a.txt", "a3 edited here")
@@ -286,7 +287,7 @@ struct BundleScenarioTests {
             try Self.makeBundle(world, "Live.app", files: 30)
             try await eventually("the bundle uploaded") {
                 try Self.row(world, "Live.app")?.kind == .bundle && world.database.pendingOperations().isEmpty
-                    && SyncWorld.read(world.onServer("Live.app/Contents/member-0.txt"))?.hasPrefix("v1") == true
+                    && readFile(world.onServer("Live.app/Contents/member-0.txt"))?.hasPrefix("v1") == true
             }
             try await run.quiesce()
             let version = try #require(try Self.row(world, "Live.app")?.remoteETag)
@@ -341,7 +342,7 @@ struct BundleScenarioTests {
             try await syncOther()
             #expect(SyncWorld.tree(other.localRoot) == SyncWorld.tree(world.localRoot))
             // Both edit the bundle; the other client syncs first and wins the name.
-            try SyncWorld.write(other.localRoot + "/Shared.numbers/Contents/member-0.txt", "edited on otherhost")
+            try writeFile(other.localRoot + "/Shared.numbers/Contents/member-0.txt", "edited on otherhost")
             try world.write("Shared.numbers/Contents/Resources/member-1.txt", "edited on testhost")
             try await syncOther()
             try await world.sync()
@@ -351,10 +352,10 @@ struct BundleScenarioTests {
             let copy = try #require(names.first { $0.contains("conflicted copy") })
             #expect(copy.hasSuffix(" testhost).numbers"))
             // Each version whole under one name, never members of both in one bundle.
-            #expect(SyncWorld.read(world.local("Shared.numbers/Contents/member-0.txt")) == "edited on otherhost")
-            #expect(SyncWorld.read(world.local("Shared.numbers/Contents/Resources/member-1.txt"))?.hasPrefix("v1") == true)
-            #expect(SyncWorld.read(world.local("\(copy)/Contents/Resources/member-1.txt")) == "edited on testhost")
-            #expect(SyncWorld.read(world.local("\(copy)/Contents/member-0.txt"))?.hasPrefix("v1") == true)
+            #expect(readFile(world.local("Shared.numbers/Contents/member-0.txt")) == "edited on otherhost")
+            #expect(readFile(world.local("Shared.numbers/Contents/Resources/member-1.txt"))?.hasPrefix("v1") == true)
+            #expect(readFile(world.local("\(copy)/Contents/Resources/member-1.txt")) == "edited on testhost")
+            #expect(readFile(world.local("\(copy)/Contents/member-0.txt"))?.hasPrefix("v1") == true)
             #expect(SyncWorld.tree(other.localRoot) == SyncWorld.tree(world.localRoot), "both clients hold both versions")
             try await world.expectAgreement()
         }
@@ -389,7 +390,7 @@ struct BundleScenarioTests {
             #expect(try Self.row(world, "Empty.app")?.kind == .bundle)
             try world.write("Empty.app/Contents/first.txt", "first")
             try await world.sync()
-            #expect(SyncWorld.read(world.onServer("Empty.app/Contents/first.txt")) == "first")
+            #expect(readFile(world.onServer("Empty.app/Contents/first.txt")) == "first")
             try await world.expectAgreement()
         }
     }
@@ -400,14 +401,14 @@ struct BundleScenarioTests {
             try world.write("Doc.pages/Data/page.xml", "page")
             try world.write("Doc.pages/Data/image.part", "a member called .part")
             try await world.sync()
-            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
+            #expect(readFile(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
             try world.writeOnServer("Doc.pages/Data/~$lock", "theirs")
             try await world.sync()
-            #expect(SyncWorld.read(world.local("Doc.pages/Data/~$lock")) == "theirs")
+            #expect(readFile(world.local("Doc.pages/Data/~$lock")) == "theirs")
             try world.write("Doc.pages/Data/page.xml", "page v2")
             try await world.sync()
-            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/~$lock")) == "theirs")
-            #expect(SyncWorld.read(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
+            #expect(readFile(world.onServer("Doc.pages/Data/~$lock")) == "theirs")
+            #expect(readFile(world.onServer("Doc.pages/Data/image.part")) == "a member called .part")
             try await world.expectAgreement()
         }
     }

@@ -4,6 +4,7 @@ import Logging
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 /// Two versions with identical bytes are not a conflict. Where the server offers a
 /// checksum (Nextcloud's `oc:checksums`), the engine compares it with the local file's
@@ -35,8 +36,8 @@ struct ChecksumScenarioTests {
             #expect(world.localCopies(of: "same.txt").isEmpty)
             let copies = world.localCopies(of: "diff.txt")
             #expect(copies.count == 1)
-            #expect(SyncWorld.read(world.local("diff.txt")) == "their" && world.serverText("diff.txt") == "their")
-            #expect(copies.first.map { SyncWorld.read(world.local($0)) == "ours!" && world.serverText($0) == "ours!" } == true)
+            #expect(readFile(world.local("diff.txt")) == "their" && world.serverText("diff.txt") == "their")
+            #expect(copies.first.map { readFile(world.local($0)) == "ours!" && world.serverText($0) == "ours!" } == true)
             let conflicts = try world.database.conflicts()
             #expect(conflicts.map(\.original.description) == ["diff.txt"])
             try await world.expectAgreement()

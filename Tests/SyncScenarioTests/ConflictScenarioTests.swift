@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +55,7 @@ struct ConflictScenarioTests {
             #expect(world.localCopies(of: "doc.txt").isEmpty && world.serverCopies(of: "doc.txt").isEmpty)
             let conflicts = try world.database.conflicts()
             #expect(conflicts.isEmpty)
-            #expect(SyncWorld.read(world.local("doc.txt")) == "same new text")
+            #expect(readFile(world.local("doc.txt")) == "same new text")
             let agreed = await world.serverETagMatchesRecord("doc.txt")
             #expect(agreed, "the base version is the server's new one")
         }
@@ -66,7 +67,7 @@ struct ConflictScenarioTests {
             try FileManager.default.removeItem(atPath: world.onServer("doc.txt"))
             try world.write("doc.txt", "ours, edited")
         } until: { world in world.serverText("doc.txt") == "ours, edited" } check: { world, _ in
-            #expect(SyncWorld.read(world.local("doc.txt")) == "ours, edited")
+            #expect(readFile(world.local("doc.txt")) == "ours, edited")
             #expect(world.localCopies(of: "doc.txt").isEmpty)
         }
     }
@@ -78,7 +79,7 @@ struct ConflictScenarioTests {
             mark = world.accessLogLines().count
             try world.writeOnServer("doc.txt", "theirs, edited")
             #expect(unlink(world.local("doc.txt")) == 0)
-        } until: { world in SyncWorld.read(world.local("doc.txt")) == "theirs, edited" } check: { world, run in
+        } until: { world in readFile(world.local("doc.txt")) == "theirs, edited" } check: { world, run in
             #expect(world.serverText("doc.txt") == "theirs, edited")
             #expect(run.log.contains("changed on the server since it was last synced"), "the delete was tried and rejected")
             if remote == .apache {
@@ -100,7 +101,7 @@ struct ConflictScenarioTests {
             try world.writeOnServer("doc.txt", "theirs, edited")
             #expect(rename(world.local("doc.txt"), world.local("renamed.txt")) == 0)
         } until: { world in
-            SyncWorld.read(world.local("renamed.txt")) == "theirs, edited" && world.serverText("doc.txt") == nil
+            readFile(world.local("renamed.txt")) == "theirs, edited" && world.serverText("doc.txt") == nil
         } check: { world, _ in
             #expect(world.serverText("renamed.txt") == "theirs, edited")
             #expect(!FileManager.default.fileExists(atPath: world.local("doc.txt")))
@@ -114,7 +115,7 @@ struct ConflictScenarioTests {
             #expect(rename(world.onServer("doc.txt"), world.onServer("renamed.txt")) == 0)
             try world.write("doc.txt", "ours, edited")
         } until: { world in world.serverText("renamed.txt") == "ours, edited" } check: { world, _ in
-            #expect(SyncWorld.read(world.local("renamed.txt")) == "ours, edited")
+            #expect(readFile(world.local("renamed.txt")) == "ours, edited")
             #expect(world.serverText("doc.txt") == nil && !FileManager.default.fileExists(atPath: world.local("doc.txt")))
         }
     }
@@ -124,7 +125,7 @@ struct ConflictScenarioTests {
         try await scenario(remote, start: ["doc.txt": "base"]) { world in
             #expect(rename(world.onServer("doc.txt"), world.onServer("theirs.txt")) == 0)
             #expect(rename(world.local("doc.txt"), world.local("ours.txt")) == 0)
-        } until: { world in SyncWorld.read(world.local("theirs.txt")) == "base" } check: { world, run in
+        } until: { world in readFile(world.local("theirs.txt")) == "base" } check: { world, run in
             #expect(!FileManager.default.fileExists(atPath: world.local("ours.txt")))
             #expect(world.serverText("ours.txt") == nil && world.serverText("doc.txt") == nil)
             #expect(run.log.contains("the server's name wins"))
@@ -173,7 +174,7 @@ struct ConflictScenarioTests {
         } check: { world, _ in
             #expect(world.serverText("d/old1.txt") == nil && world.serverText("d/old2.txt") == nil)
             #expect(!FileManager.default.fileExists(atPath: world.local("d/old2.txt")))
-            #expect(SyncWorld.read(world.local("d/new.txt")) == "ours, new")
+            #expect(readFile(world.local("d/new.txt")) == "ours, new")
         }
     }
 
@@ -183,7 +184,7 @@ struct ConflictScenarioTests {
             try world.writeOnServer("d/theirs.txt", "theirs, new")
             try FileManager.default.removeItem(atPath: world.local("d"))
         } until: { world in
-            SyncWorld.read(world.local("d/theirs.txt")) == "theirs, new" && world.serverText("d/old1.txt") == nil
+            readFile(world.local("d/theirs.txt")) == "theirs, new" && world.serverText("d/old1.txt") == nil
         } check: { world, _ in
             #expect(world.serverText("d/theirs.txt") == "theirs, new")
             #expect(world.serverText("d/old2.txt") == nil)
@@ -216,9 +217,9 @@ struct ConflictScenarioTests {
             #expect(names.allSatisfy { ConflictName.parse($0).map { ConflictName.parse($0.baseName) == nil } ?? false },
                     "a conflict copy of a conflict copy: \(names)")
             let second = names.first { $0 != copy }!
-            #expect(SyncWorld.read(world.local(second)) == "ours, the copy edited again")
+            #expect(readFile(world.local(second)) == "ours, the copy edited again")
             #expect(world.serverText(second) == "ours, the copy edited again")
-            #expect(SyncWorld.read(world.local(copy)) == "theirs, the copy edited there")
+            #expect(readFile(world.local(copy)) == "theirs, the copy edited there")
             let conflicts = try world.database.conflicts()
             #expect(conflicts.count == 2)
         }
@@ -297,7 +298,7 @@ extension ConflictScenarioTests {
     @discardableResult
     func expectBothKept(_ world: SyncWorld, _ original: String, theirs: String, ours: String,
                         sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        #expect(SyncWorld.read(world.local(original)) == theirs, "theirs under the name here", sourceLocation: sourceLocation)
+        #expect(readFile(world.local(original)) == theirs, "theirs under the name here", sourceLocation: sourceLocation)
         #expect(world.serverText(original) == theirs, "theirs under the name on the server", sourceLocation: sourceLocation)
         let copies = world.localCopies(of: original)
         #expect(copies.count == 1, "one conflict copy: \(copies)", sourceLocation: sourceLocation)
@@ -306,7 +307,7 @@ extension ConflictScenarioTests {
         #expect(parts?.host == "testhost" && parts?.baseName == (original as NSString).lastPathComponent,
                 "the copy's name: \(copy)", sourceLocation: sourceLocation)
         #expect(copy.contains(" (conflicted copy "), sourceLocation: sourceLocation)
-        #expect(SyncWorld.read(world.local(copy)) == ours, "ours in the copy here", sourceLocation: sourceLocation)
+        #expect(readFile(world.local(copy)) == ours, "ours in the copy here", sourceLocation: sourceLocation)
         #expect(world.serverText(copy) == ours, "ours in the copy on the server", sourceLocation: sourceLocation)
         let listed = try world.database.conflicts()
         #expect(listed.contains { $0.copy.description == copy && $0.original.name == (original as NSString).lastPathComponent },

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -32,10 +33,10 @@ struct InodeReuseScenarioTests {
                 #expect(world.localInode("d/new.txt") == freed, "the premise: d/new.txt has e.txt's old inode")
 
                 try await world.sync()
-                #expect(SyncWorld.read(world.local("e.txt")) == "the server's edit")
-                #expect(SyncWorld.read(world.onServer("e.txt")) == "the server's edit")
-                #expect(SyncWorld.read(world.local("d/new.txt")) == "the user's new file")
-                #expect(SyncWorld.read(world.onServer("d/new.txt")) == "the user's new file")
+                #expect(readFile(world.local("e.txt")) == "the server's edit")
+                #expect(readFile(world.onServer("e.txt")) == "the server's edit")
+                #expect(readFile(world.local("d/new.txt")) == "the user's new file")
+                #expect(readFile(world.onServer("d/new.txt")) == "the user's new file")
                 #expect(SyncWorld.tree(world.localRoot).count == 4, "\(SyncWorld.tree(world.localRoot).keys.sorted())")
                 try await world.expectAgreement()
             }
@@ -55,7 +56,7 @@ struct InodeReuseScenarioTests {
         defer { for other in others { unlink(other) } }
         for attempt in 0..<100 {
             let candidate = attempt == 0 ? path : folder + "/.candidate-\(attempt)"
-            try SyncWorld.write(candidate, text)
+            try writeFile(candidate, text)
             var st = stat()
             guard lstat(candidate, &st) == 0 else { continue }
             if UInt64(st.st_ino) == inode {

@@ -3,6 +3,7 @@ import Logging
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -148,18 +149,6 @@ final class PauseSwitch: LiveSyncObserver, @unchecked Sendable {
     func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {}
 }
 
-/// Waits until `condition` holds, checking every 50 ms; records an issue after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
-                _ condition: () async throws -> Bool) async throws {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
-    throw CancellationError()
-}
-
 /// Runs `body` with a world whose domain loop is running, and always cleans up.
 func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [String] = [],
                    addWatch: (@Sendable (Int32, String, UInt32) -> Int32)? = nil,
@@ -179,7 +168,7 @@ func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [
 
 extension SyncWorld {
     /// The file's contents on the server, or nil.
-    func serverText(_ relative: String) -> String? { Self.read(onServer(relative)) }
+    func serverText(_ relative: String) -> String? { readFile(onServer(relative)) }
 
     /// True when the server holds `text` at `relative`, the state DB has its row and no
     /// step is pending.
@@ -196,7 +185,7 @@ extension SyncWorld {
     /// Lines of Apache's access log about this world's collection so far (empty for the
     /// local-directory store).
     func accessLogLines() -> [String] {
-        guard remote == .apache, let path = Server.accessLog, let text = Self.read(path) else { return [] }
+        guard remote == .apache, let path = TestApache.accessLog, let text = readFile(path) else { return [] }
         let marker = "/" + (remoteDisk as NSString).lastPathComponent + "/"
         return text.split(separator: "\n").map(String.init).filter { $0.contains(marker) }
     }

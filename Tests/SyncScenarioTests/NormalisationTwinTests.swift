@@ -3,6 +3,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -131,12 +132,12 @@ struct CasefoldTwinTests {
         let image = world.scratch + "/casefold.img", mountPoint = world.scratch + "/casefold"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: image, contents: nil) && truncate(image, 32 << 20) == 0)
-        try #require(Self.run("/sbin/mkfs.ext4", ["-q", "-F", "-O", "casefold", image]) == 0, "mkfs.ext4 -O casefold failed")
-        try #require(Self.run("/bin/mount", ["-o", "loop", image, mountPoint]) == 0, "cannot loop-mount \(image)")
-        defer { if Self.run("/bin/umount", [mountPoint]) != 0 { _ = Self.run("/bin/umount", ["-l", mountPoint]) } }
+        try #require(runTool("/sbin/mkfs.ext4", ["-q", "-F", "-O", "casefold", image]) == 0, "mkfs.ext4 -O casefold failed")
+        try #require(runTool("/bin/mount", ["-o", "loop", image, mountPoint]) == 0, "cannot loop-mount \(image)")
+        defer { if runTool("/bin/umount", [mountPoint]) != 0 { runTool("/bin/umount", ["-l", mountPoint]) } }
         let root = mountPoint + "/sync"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
-        try #require(Self.run("/usr/bin/chattr", ["+F", root]) == 0, "chattr +F \(root) failed")
+        try #require(runTool("/usr/bin/chattr", ["+F", root]) == 0, "chattr +F \(root) failed")
         let database = try StateDatabase(path: world.scratch + "/state-casefold.sqlite")
         let pass = SyncWorld.makePass(store: world.store, database: database, localRoot: root, host: "casefold")
 
@@ -162,14 +163,5 @@ struct CasefoldTwinTests {
         let failures = results.flatMap(\.report.failed)
         #expect(failures.contains { $0.error.message.contains("folds names") }, "failures: \(failures.map(\.error))")
         #expect(results.last?.normalisationTwins.count == 1)
-    }
-
-    static func run(_ executable: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }

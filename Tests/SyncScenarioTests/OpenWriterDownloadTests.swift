@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -23,16 +24,16 @@ struct OpenWriterDownloadTests {
             let held = try await world.pass.run()
             #expect(held.report.failed.map(\.error.code) == [.locked], "\(held.report.failed)")
             #expect(held.report.failed.first?.error.message.contains("open for writing") == true)
-            #expect(SyncWorld.read(world.local("notes.txt")) == "mine", "replaced under an open writer")
+            #expect(readFile(world.local("notes.txt")) == "mine", "replaced under an open writer")
             // The program writes on and closes: its bytes are a local change, and both versions are kept.
             #expect(write(writer, " and more", 9) == 9)
             close(writer)
             try await Task.sleep(for: .seconds(11))  // the item's first back-off
             try await world.sync()
             let names = try FileManager.default.contentsOfDirectory(atPath: world.localRoot).sorted()
-            #expect(SyncWorld.read(world.local("notes.txt")) == "theirs")
+            #expect(readFile(world.local("notes.txt")) == "theirs")
             let copy = try #require(names.first { $0.contains("conflicted copy") }, "\(names)")
-            #expect(SyncWorld.read(world.local(copy)) == "mine and more")
+            #expect(readFile(world.local(copy)) == "mine and more")
             try await world.expectAgreement()
         }
     }
@@ -49,11 +50,11 @@ struct OpenWriterDownloadTests {
             #expect(writer >= 0)
             let held = try await world.pass.run()
             #expect(held.report.failed.map(\.error.code) == [.locked], "\(held.report.failed)")
-            #expect(SyncWorld.read(world.local("Deck.key/Data/a.txt")) == "a1", "replaced under an open writer")
+            #expect(readFile(world.local("Deck.key/Data/a.txt")) == "a1", "replaced under an open writer")
             close(writer)
             try await Task.sleep(for: .seconds(11))
             try await world.sync()
-            #expect(SyncWorld.read(world.local("Deck.key/Data/a.txt")) == "a2")
+            #expect(readFile(world.local("Deck.key/Data/a.txt")) == "a2")
             try await world.expectAgreement()
         }
     }

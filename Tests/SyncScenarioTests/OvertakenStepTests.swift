@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +24,7 @@ struct OvertakenStepTests {
             #expect(report.resolved == 1)
             #expect(try world.database.pendingOperations().isEmpty, "nothing left to back off from")
             try await world.sync()
-            #expect(SyncWorld.read(world.local("d/f.txt")) == "theirs")
+            #expect(readFile(world.local("d/f.txt")) == "theirs")
         }
     }
 
@@ -67,8 +68,8 @@ struct OvertakenStepTests {
             try world.write("d/.tidesync-part-notes", "not ours to delete")
             _ = try await world.pass.run()
             #expect(!FileManager.default.fileExists(atPath: world.local(leftover)))
-            #expect(SyncWorld.read(world.local("d/.tidesync-part-notes")) == "not ours to delete")
-            #expect(SyncWorld.read(world.local("d/kept.txt")) == "synced")
+            #expect(readFile(world.local("d/.tidesync-part-notes")) == "not ours to delete")
+            #expect(readFile(world.local("d/kept.txt")) == "synced")
         }
     }
 

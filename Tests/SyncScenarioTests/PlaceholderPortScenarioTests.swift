@@ -3,6 +3,7 @@ import Logging
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 /// Issue 14, item 2: the runner puts every remote file in the folder through the domain's
 /// placeholder port and records what the port placed, on both stores.
@@ -72,7 +73,7 @@ struct PlaceholderPortScenarioTests {
             try world.writeOnServer("a.txt", "one, changed on the server")
             try await RemoteSafetyScenarioTests.run(pass)
             #expect(port.calls == ["a.txt", "a.txt (replacing)", "sub/b.txt"])
-            #expect(SyncWorld.read(world.local("a.txt")) == "one, changed on the server")
+            #expect(readFile(world.local("a.txt")) == "one, changed on the server")
             try await world.expectAgreement()
         }
     }
@@ -91,7 +92,7 @@ struct PlaceholderPortScenarioTests {
             let port = RecordingPort(folder: LocalFolder(root: world.localRoot))
             try await RemoteSafetyScenarioTests.run(Self.pass(world, port: port, later: 86_400))
             #expect(port.calls == ["a.txt"])
-            #expect(SyncWorld.read(world.local("a.txt")) == "one")
+            #expect(readFile(world.local("a.txt")) == "one")
         }
     }
 }

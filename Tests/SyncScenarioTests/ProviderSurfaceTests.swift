@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 /// The File Provider calls the watcher will make, on the real engine and both stores.
 @Suite("ReplicatedProvider surface")
@@ -21,7 +22,7 @@ struct ProviderSurfaceTests {
                 basedOn: ItemTemplate(parentID: folder.id, name: "a.txt", kind: .file, local: try stat(world, "docs/a.txt")),
                 contents: URL(fileURLWithPath: world.local("docs/a.txt")), progress: nil)
             #expect(created.path == (try RemotePath(string: "docs/a.txt")))
-            #expect(SyncWorld.read(world.onServer("docs/a.txt")) == "one")
+            #expect(readFile(world.onServer("docs/a.txt")) == "one")
             let inode = world.serverInode("docs/a.txt")
 
             var renamed = ItemTemplate(id: created.id, parentID: .root, name: "b.txt", kind: .file)
@@ -36,7 +37,7 @@ struct ProviderSurfaceTests {
             renamed.local = try stat(world, "b.txt")
             let edited = try await provider.modifyItem(renamed, baseVersion: moved.version, changedFields: .contents,
                                                        contents: URL(fileURLWithPath: world.local("b.txt")), progress: nil)
-            #expect(SyncWorld.read(world.onServer("b.txt")) == "two, longer")
+            #expect(readFile(world.onServer("b.txt")) == "two, longer")
             #expect(edited.version != moved.version)
 
             // A stale base version is a conflict, never an overwrite.
@@ -45,7 +46,7 @@ struct ProviderSurfaceTests {
                                                   contents: URL(fileURLWithPath: world.local("b.txt")), progress: nil)
             }
             try await provider.deleteItem(edited.id, baseVersion: edited.version)
-            #expect(SyncWorld.read(world.onServer("b.txt")) == nil)
+            #expect(readFile(world.onServer("b.txt")) == nil)
             await #expect(throws: ProviderError.self) { _ = try await provider.item(for: edited.id) }
         }
     }
@@ -63,7 +64,7 @@ struct ProviderSurfaceTests {
             } catch let error as ProviderError {
                 #expect(error.code == .deletionRejected)
             }
-            #expect(SyncWorld.read(world.onServer("d/new.txt")) == "added by someone else")
+            #expect(readFile(world.onServer("d/new.txt")) == "added by someone else")
         }
     }
 
@@ -77,14 +78,14 @@ struct ProviderSurfaceTests {
             let item = try await world.provider.item(for: id)
             let whole = URL(fileURLWithPath: world.scratch + "/whole")
             _ = try await world.provider.fetchContents(for: id, version: item.version, into: whole, progress: nil)
-            #expect(SyncWorld.read(whole.path) == bytes)
+            #expect(readFile(whole.path) == bytes)
 
             let part = URL(fileURLWithPath: world.scratch + "/part")
             let result = try await world.provider.fetchPartialContents(
                 for: id, version: item.version, minimalRange: ByteRange(offset: 5000, length: 10), alignment: 4096,
                 into: part, progress: nil)
             #expect(result.range == ByteRange(offset: 4096, length: 4096))
-            #expect(SyncWorld.read(part.path) == String(bytes.dropFirst(4096).prefix(4096)))
+            #expect(readFile(part.path) == String(bytes.dropFirst(4096).prefix(4096)))
 
             #expect(try await world.provider.changes(since: nil).isEmpty)
             try await Task.sleep(for: .milliseconds(1100))
@@ -110,13 +111,13 @@ struct ProviderSurfaceTests {
             try world.write("d/mine.txt", "mine")
             try await world.sync()
             let folder = try #require(try world.database.allItems().first { $0.name == "d" })
-            try SyncWorld.write(world.onServer("d/theirs.txt"), "another client's file")
+            try writeFile(world.onServer("d/theirs.txt"), "another client's file")
             world.giveToServer("d/theirs.txt")
             try world.database.apply([.remove(folder.id)])
             await #expect(throws: ProviderError.self) {
                 try await world.provider.deleteRemote(try RemotePath(string: "d"), version: nil, item: folder.id, operation: nil)
             }
-            #expect(SyncWorld.read(world.onServer("d/theirs.txt")) == "another client's file")
+            #expect(readFile(world.onServer("d/theirs.txt")) == "another client's file")
         }
     }
 }

@@ -5,6 +5,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)
@@ -104,9 +105,9 @@ struct RemoteSafetyScenarioTests {
             try await withSecondRemote(remote, world) { other, disk in
                 // The new remote already holds f0.txt with other bytes, f1.txt with the same
                 // bytes, and a file of its own.
-                try SyncWorld.write(disk + "/f0.txt", "theirs")
-                try SyncWorld.write(disk + "/f1.txt", "file 1")
-                try SyncWorld.write(disk + "/only-there.txt", "theirs only")
+                try writeFile(disk + "/f0.txt", "theirs")
+                try writeFile(disk + "/f1.txt", "file 1")
+                try writeFile(disk + "/only-there.txt", "theirs only")
                 Self.giveToServer(remote, [disk, disk + "/f0.txt", disk + "/f1.txt", disk + "/only-there.txt"])
                 let pass = Self.guardedPass(world, store: other, location: "test://b")
                 let results = try await Self.run(pass)
@@ -144,14 +145,14 @@ struct RemoteSafetyScenarioTests {
                 #expect(error.code == .cannotSynchronize && error.message.contains("mount"), "\(error)")
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).isEmpty, "nothing uploaded")
-            for n in 0..<3 { #expect(SyncWorld.read(world.local("f\(n).txt")) == "file \(n)") }
+            for n in 0..<3 { #expect(readFile(world.local("f\(n).txt")) == "file \(n)") }
             #expect(try world.database.remoteIdentity() == recorded, "the old rows and identity are kept")
         }
     }
 
     /// Chowns files a root test made on Apache's disk to Apache's user.
     static func giveToServer(_ remote: Remote, _ paths: [String]) {
-        guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
+        guard remote == .apache, getuid() == 0, let owner = TestApache.owner else { return }
         for path in paths {
             try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: path)
         }
@@ -164,7 +165,7 @@ struct RemoteSafetyScenarioTests {
             try Self.twentyFiles(world)
             try await Self.run(Self.guardedPass(world, store: world.store, location: "test://a"))
             try await withSecondRemote(remote, world) { other, disk in
-                try SyncWorld.write(disk + "/only-there.txt", "theirs only")
+                try writeFile(disk + "/only-there.txt", "theirs only")
                 Self.giveToServer(remote, [disk, disk + "/only-there.txt"])
                 // The pass switches the identity, plans, and is stopped before any step runs:
                 // what a kill -9 right after the switch leaves behind.
@@ -197,12 +198,12 @@ struct RemoteSafetyScenarioTests {
             try await body(LocalDirectoryStore(root: disk), disk)
         case .apache:
             let name = "b-\(UUID().uuidString.prefix(8))"
-            let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
             _ = try await root.makeFolder(at: RemotePath([name]))
-            let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(name, isDirectory: true)),
+            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(name, isDirectory: true)),
                                     connections: 4)
             do {
-                try await body(store, Server.diskRoot + "/" + name)
+                try await body(store, TestApache.depthInfinityDiskRoot! + "/" + name)
             } catch {
                 await store.shutdown()
                 try? await root.delete(RemotePath([name]), version: nil)

@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +25,7 @@ struct SyncScenarioTests {
             #expect(symlink("../outside/target", world.local("a/link")) == 0)
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.onServer("a/b/c/deep.txt")) == "deep")
+            #expect(readFile(world.onServer("a/b/c/deep.txt")) == "deep")
             #expect(try await world.pass.run().steps == 0)
         }
     }
@@ -38,7 +39,7 @@ struct SyncScenarioTests {
             try world.makeServerFolder("empty")
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.local("x/y/z/deep.txt")) == "from the server")
+            #expect(readFile(world.local("x/y/z/deep.txt")) == "from the server")
         }
     }
 
@@ -57,9 +58,9 @@ struct SyncScenarioTests {
             try world.writeOnServer("theirs.txt", "server 2")  // same size as before
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.onServer("doc.txt")) == "version 2, longer")
-            #expect(SyncWorld.read(world.onServer("same.txt")) == "BBBB")
-            #expect(SyncWorld.read(world.local("theirs.txt")) == "server 2")
+            #expect(readFile(world.onServer("doc.txt")) == "version 2, longer")
+            #expect(readFile(world.onServer("same.txt")) == "BBBB")
+            #expect(readFile(world.local("theirs.txt")) == "server 2")
         }
     }
 
@@ -124,7 +125,7 @@ struct SyncScenarioTests {
             try world.writeOnServer("a/b/c/d/added.txt", "added")
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.local("a/b/c/d/e.txt")) == "new!")
+            #expect(readFile(world.local("a/b/c/d/e.txt")) == "new!")
         }
     }
 
@@ -140,8 +141,8 @@ struct SyncScenarioTests {
             try world.writeOnServer("server new.txt", "s")
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.onServer("keep.txt")) == "22")
-            #expect(SyncWorld.read(world.onServer("gone.txt")) == nil)
+            #expect(readFile(world.onServer("keep.txt")) == "22")
+            #expect(readFile(world.onServer("gone.txt")) == nil)
         }
     }
 
@@ -149,7 +150,7 @@ struct SyncScenarioTests {
     func symlinks(remote: Remote) async throws {
         try await withWorld(remote) { world in
             let outside = world.scratch + "/outside"
-            try SyncWorld.write(outside + "/secret.txt", "never synced")
+            try writeFile(outside + "/secret.txt", "never synced")
             #expect(symlink(outside, world.local("escape")) == 0)
             #expect(symlink("/etc/hostname", world.local("abs")) == 0)
             try await world.sync()
@@ -183,7 +184,7 @@ struct SyncScenarioTests {
             #expect(report.succeeded == 1)
             try await world.sync()
             try await world.expectAgreement()
-            #expect(SyncWorld.read(world.onServer("vanishes.txt")) == nil)
+            #expect(readFile(world.onServer("vanishes.txt")) == nil)
         }
     }
 
@@ -199,10 +200,10 @@ struct SyncScenarioTests {
             try await world.expectAgreement()
             let names = SyncWorld.tree(world.localRoot).keys.sorted()
             #expect(names.count == 2)
-            #expect(SyncWorld.read(world.local("report.txt")) == "theirs")
+            #expect(readFile(world.local("report.txt")) == "theirs")
             let copy = try #require(names.first { $0.hasPrefix("report (conflicted copy ") })
             #expect(copy.hasSuffix(" testhost).txt"))
-            #expect(SyncWorld.read(world.local(copy)) == "mine, longer")
+            #expect(readFile(world.local(copy)) == "mine, longer")
         }
     }
 

@@ -5,6 +5,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 #if canImport(Glibc)
@@ -19,22 +20,13 @@ enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    static var available: [Remote] { Server.configured ? allCases : [.localDirectory] }
+    static var available: [Remote] { TestApache.depthInfinityConfigured ? allCases : [.localDirectory] }
 }
 
-/// The private Apache (see `packaging/dav-server.sh`).
-enum Server {
-    static let environment = ProcessInfo.processInfo.environment
-    static var configured: Bool { environment["TIDESYNC_TEST_DAV_INF_URL"] != nil }
-    static var url: URL { URL(string: environment["TIDESYNC_TEST_DAV_INF_URL"]!)! }
-    static var diskRoot: String { environment["TIDESYNC_TEST_DAV_INF_ROOT"]! }
-    static var user: String { environment["TIDESYNC_TEST_DAV_USER"] ?? "" }
-    static var password: String { environment["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
-    static var owner: String? { environment["TIDESYNC_TEST_DAV_OWNER"] }
-    static var accessLog: String? { environment["TIDESYNC_TEST_DAV_ACCESS_LOG"] }
-
+extension TestApache {
+    /// An endpoint at `base` on the private Apache with the test account.
     static func endpoint(_ base: URL) throws -> WebDAVEndpoint {
-        try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
+        try WebDAVEndpoint(baseURL: base, username: user ?? "", password: password ?? "", allowInsecureHTTP: false)
     }
 }
 
@@ -69,18 +61,18 @@ final class SyncWorld: @unchecked Sendable {
             webDAV = nil
             collection = nil
         case .apache:
-            let root = WebDAVStore(endpoint: try Server.endpoint(Server.url), connections: 1)
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
             do { _ = try await root.makeFolder(at: RemotePath([unique])) } catch {
                 await root.shutdown()  // a client dropped unshut stops the whole test process
                 throw error
             }
             await root.shutdown()
-            let store = WebDAVStore(endpoint: try Server.endpoint(Server.url.appendingPathComponent(unique, isDirectory: true)),
+            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(unique, isDirectory: true)),
                                     connections: 2 * transfers)
             self.store = store
             webDAV = store
             collection = unique
-            remoteDisk = Server.diskRoot + "/" + unique
+            remoteDisk = TestApache.depthInfinityDiskRoot! + "/" + unique
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         provider = SyncProvider(store: store, state: database)
@@ -115,7 +107,7 @@ final class SyncWorld: @unchecked Sendable {
 
     func close() async {
         await webDAV?.shutdown()
-        if let collection, let endpoint = try? Server.endpoint(Server.url) {
+        if let collection, let endpoint = try? TestApache.endpoint(TestApache.depthInfinityURL!) {
             let root = WebDAVStore(endpoint: endpoint, connections: 1)
             try? await root.delete(RemotePath([collection]), version: nil)
             await root.shutdown()
@@ -129,12 +121,12 @@ final class SyncWorld: @unchecked Sendable {
     func onServer(_ relative: String) -> String { remoteDisk + "/" + relative }
 
     /// Writes `text` to the local file (creating folders).
-    func write(_ relative: String, _ text: String) throws { try Self.write(local(relative), text) }
+    func write(_ relative: String, _ text: String) throws { try writeFile(local(relative), text) }
 
     /// Writes `text` straight to the remote's disk (as another client or the server's own
     /// tools would), owned by the server's user.
     func writeOnServer(_ relative: String, _ text: String) throws {
-        try Self.write(onServer(relative), text)
+        try writeFile(onServer(relative), text)
         giveToServer(relative)
     }
 
@@ -145,23 +137,13 @@ final class SyncWorld: @unchecked Sendable {
 
     /// Chowns what a root test made on Apache's disk (and the folders above it) to Apache's user.
     func giveToServer(_ relative: String) {
-        guard remote == .apache, getuid() == 0, let owner = Server.owner else { return }
+        guard remote == .apache, getuid() == 0, let owner = TestApache.owner else { return }
         var parts = relative.split(separator: "/").map(String.init)
         while !parts.isEmpty {
             try? FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner],
                                                    ofItemAtPath: onServer(parts.joined(separator: "/")))
             parts.removeLast()
         }
-    }
-
-    static func write(_ path: String, _ text: String) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    }
-
-    static func read(_ path: String) -> String? {
-        (try? Data(contentsOf: URL(fileURLWithPath: path))).map { String(decoding: $0, as: UTF8.self) }
     }
 
     // MARK: Syncing and checking
@@ -202,20 +184,11 @@ final class SyncWorld: @unchecked Sendable {
     /// leftover shows up as a difference.
     static func tree(_ root: String) -> [String: Node] {
         var result: [String: Node] = [:]
-        var pending = [""]
-        while let folder = pending.popLast() {
-            let absolute = folder.isEmpty ? root : root + "/" + folder
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: absolute)) ?? [] {
-                if name == ".tidesync-store.lock" { continue }
-                let relative = folder.isEmpty ? name : folder + "/" + name
-                let path = absolute + "/" + name
-                var st = stat()
-                guard lstat(path, &st) == 0 else { continue }
-                switch st.st_mode & S_IFMT {
-                case S_IFDIR: result[relative] = .folder; pending.append(relative)
-                case S_IFLNK: result[relative] = .symlink((try? FileManager.default.destinationOfSymbolicLink(atPath: path)) ?? "?")
-                default: result[relative] = .file(read(path) ?? "")
-                }
+        FileTree.walk(root, leaveOut: { $0 == ".tidesync-store.lock" }) { entry in
+            switch entry.type {
+            case S_IFDIR: result[entry.relative] = .folder
+            case S_IFLNK: result[entry.relative] = .symlink((try? FileManager.default.destinationOfSymbolicLink(atPath: entry.absolute)) ?? "?")
+            default: result[entry.relative] = .file(readFile(entry.absolute) ?? "")
             }
         }
         return result
@@ -229,7 +202,7 @@ final class SyncWorld: @unchecked Sendable {
             switch entry.kind {
             case .folder, .bundle: result[entry.path.description] = .folder
             case .symlink: result[entry.path.description] = .symlink(entry.symlinkTarget ?? "?")
-            case .file: result[entry.path.description] = .file(Self.read(onServer(entry.path.description)) ?? "")
+            case .file: result[entry.path.description] = .file(readFile(onServer(entry.path.description)) ?? "")
             }
         }
         return result
@@ -243,7 +216,7 @@ final class SyncWorld: @unchecked Sendable {
         let remote = try await remoteTree()
         #expect(local == remote, "local \(local.count) items vs remote \(remote.count)", sourceLocation: sourceLocation)
         if local != remote {
-            let keys = Set(local.keys).union(remote.keys).filter { local[$0] != remote[$0] }.sorted().prefix(10)
+            let keys = FileTree.differingPaths(local, remote).prefix(10)
             for key in keys { Issue.record("\(key): local \(local[key].map(\.description) ?? "-") remote \(remote[key].map(\.description) ?? "-")", sourceLocation: sourceLocation) }
         }
         // Apache keeps dead properties (a symlink's target) in .DAV folders of its own.

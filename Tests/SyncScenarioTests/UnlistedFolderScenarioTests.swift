@@ -3,6 +3,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Testing
+import TestSupport
 import WebDAV
 
 /// A remote folder the server will not list (issue 13, item 1): nothing below it is
@@ -16,7 +17,7 @@ struct UnlistedFolderScenarioTests {
         case apache403
         case memory503
         var testDescription: String { rawValue }
-        static var available: [Refusal] { Server.configured ? allCases : [.memory503] }
+        static var available: [Refusal] { TestApache.depthInfinityConfigured ? allCases : [.memory503] }
     }
 
     @Test("nothing below it is deleted or uploaded; the rest syncs; status names it", arguments: Refusal.available)
@@ -45,7 +46,7 @@ struct UnlistedFolderScenarioTests {
         #expect(last.heldBack.isEmpty, "still held back: \(last.heldBack)")
 
         #expect(last.report.failed.isEmpty && last.report.parked == nil)
-        #expect(SyncWorld.read(world.local("unlistable-x/deep/g.txt")) == "g", "a file below the unlisted folder was deleted locally")
+        #expect(readFile(world.local("unlistable-x/deep/g.txt")) == "g", "a file below the unlisted folder was deleted locally")
         #expect(try await world.serverText("unlistable-x/f.txt") == "f 1", "a change below the unlisted folder was uploaded")
         #expect(try await world.serverText("keep/b.txt") == "b", "the rest of the domain stopped syncing")
         let expected = [UnreadableFolder(path: try RemotePath(string: "unlistable-x"), side: .remote, reason: "")]
@@ -56,7 +57,7 @@ struct UnlistedFolderScenarioTests {
         guard refusal == .memory503 else { return }  // Apache refuses that name for good
         world.allow()
         _ = try await world.pass.run()
-        #expect(SyncWorld.read(world.local("unlistable-x/deep/g.txt")) == nil, "the deletion made while unlisted is applied once listed")
+        #expect(readFile(world.local("unlistable-x/deep/g.txt")) == nil, "the deletion made while unlisted is applied once listed")
         #expect(try await world.serverText("unlistable-x/f.txt") == "f 2, while unlisted")
         #expect(try world.database.unreadableFolders().isEmpty)
     }
@@ -76,7 +77,7 @@ extension UnlistedFolderScenarioTests {
             world.refuse()
             for n in 0..<3 { try await world.deleteOnServer("f\(n).txt") }
             let result = try await world.pass.run()
-            for n in 0..<3 { #expect(SyncWorld.read(world.local("f\(n).txt")) == "\(n)", "f\(n).txt was deleted here") }
+            for n in 0..<3 { #expect(readFile(world.local("f\(n).txt")) == "\(n)", "f\(n).txt was deleted here") }
             #expect(result.held?.reason == .sideEmptied && result.held?.side == .local, "\(String(describing: result.held))")
             #expect(result.report.parked?.code == .massDeletePaused)
         } catch {
@@ -90,7 +91,7 @@ extension UnlistedFolderScenarioTests {
 /// A local folder synced with a store where `unlistable-x` can be refused.
 final class UnlistedWorld: @unchecked Sendable {
     let refusal: UnlistedFolderScenarioTests.Refusal
-    let scratch = NSTemporaryDirectory() + "tidesync-unlisted-" + UUID().uuidString.prefix(8)
+    let scratch = temporaryPath("tidesync-unlisted-", short: true)
     var localRoot: String { scratch + "/local" }
     let store: any RemoteStore
     let database: StateDatabase
@@ -106,11 +107,11 @@ final class UnlistedWorld: @unchecked Sendable {
         case .memory503:
             store = InMemoryRemoteStore()
         case .apache403:
-            let base = URL(string: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_URL"]!)!
-            let root = WebDAVStore(endpoint: try Server.endpoint(base), connections: 1)
+            let base = URL(string: TestApache.urlText!)!
+            let root = WebDAVStore(endpoint: try TestApache.endpoint(base), connections: 1)
             _ = try await root.makeFolder(at: RemotePath([collection]))
             await root.shutdown()
-            store = WebDAVStore(endpoint: try Server.endpoint(base.appendingPathComponent(collection, isDirectory: true)))
+            store = WebDAVStore(endpoint: try TestApache.endpoint(base.appendingPathComponent(collection, isDirectory: true)))
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         pass = SyncWorld.makePass(store: store, database: database, localRoot: scratch + "/local", massDelete: massDelete,
@@ -120,8 +121,8 @@ final class UnlistedWorld: @unchecked Sendable {
     func close() async {
         if let dav = store as? WebDAVStore {
             await dav.shutdown()
-            let base = URL(string: ProcessInfo.processInfo.environment["TIDESYNC_TEST_DAV_URL"]!)!
-            if let endpoint = try? Server.endpoint(base) {
+            let base = URL(string: TestApache.urlText!)!
+            if let endpoint = try? TestApache.endpoint(base) {
                 let root = WebDAVStore(endpoint: endpoint, connections: 1)
                 try? await root.delete(RemotePath([collection]), version: nil)
                 await root.shutdown()
@@ -131,7 +132,7 @@ final class UnlistedWorld: @unchecked Sendable {
     }
 
     func local(_ relative: String) -> String { localRoot + "/" + relative }
-    func write(_ relative: String, _ text: String) throws { try SyncWorld.write(local(relative), text) }
+    func write(_ relative: String, _ text: String) throws { try writeFile(local(relative), text) }
 
     func refuse() {
         (store as? InMemoryRemoteStore)?.refuseListing(of: Self.hidden,

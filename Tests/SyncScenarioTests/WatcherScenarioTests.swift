@@ -2,6 +2,7 @@ import Foundation
 import Replica
 import SyncEngine
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -138,14 +139,14 @@ struct WatcherScenarioTests {
             let outside = world.scratch + "/outside"
             try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
             #expect(rename(world.local("leaving"), outside + "/leaving") == 0)
-            try SyncWorld.write(outside + "/arriving/deep/er/file", "in")
-            try SyncWorld.write(outside + "/arriving/top", "top")
+            try writeFile(outside + "/arriving/deep/er/file", "in")
+            try writeFile(outside + "/arriving/top", "top")
             #expect(rename(outside + "/arriving", world.local("arriving")) == 0)
             try await eventually("both moves synced") {
                 world.serverText("arriving/deep/er/file") == "in" && world.serverText("leaving/one") == nil
             }
             // The folder that left is not watched any more under its old name.
-            try SyncWorld.write(outside + "/leaving/new", "not ours")
+            try writeFile(outside + "/leaving/new", "not ours")
             try await Task.sleep(for: .milliseconds(700))
             try await run.quiesce()
             try await world.expectAgreement()
@@ -199,7 +200,7 @@ struct WatcherScenarioTests {
             try world.writeOnServer("from-elsewhere.txt", "theirs")
             try world.makeServerFolder("shared/folder")
             try world.writeOnServer("shared/folder/deep.txt", "deep")
-            try await eventually("downloaded") { SyncWorld.read(world.local("shared/folder/deep.txt")) == "deep" }
+            try await eventually("downloaded") { readFile(world.local("shared/folder/deep.txt")) == "deep" }
             let inode = world.serverInode("from-elsewhere.txt")
             let mark = world.accessLogLines().count
             try await Task.sleep(for: .milliseconds(1500))
@@ -225,7 +226,7 @@ struct WatcherScenarioTests {
             try world.write("later.txt", "synced")
             try await eventually("later.txt uploaded") { world.serverText("later.txt") == "synced" }
             await run.finish()
-            #expect(world.serverText("app.log") == "log" && SyncWorld.read(world.local("app.log")) == "log")
+            #expect(world.serverText("app.log") == "log" && readFile(world.local("app.log")) == "log")
             #expect(world.serverText("later.log") == nil)
             #expect(try world.itemID("app.log") == nil, "the excluded file's row is forgotten")
         }
@@ -234,7 +235,7 @@ struct WatcherScenarioTests {
     @Test("a lost event queue (IN_Q_OVERFLOW) is a full rescan, which converges", arguments: Remote.available)
     func overflow(_ remote: Remote) async throws {
         // The folder `blind` is watched elsewhere: its events are lost, as in an overflow.
-        let decoy = NSTemporaryDirectory() + "tidesync-decoy-" + UUID().uuidString
+        let decoy = temporaryPath("tidesync-decoy-")
         try FileManager.default.createDirectory(atPath: decoy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: decoy) }
         try await withWorld(remote) { world in

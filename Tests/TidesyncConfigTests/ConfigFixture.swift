@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 @testable import TidesyncConfig
 
 /// A temporary directory holding a configuration file and whatever it points
@@ -8,7 +9,7 @@ final class ConfigFixture {
     let directory: String
 
     init() throws {
-        directory = NSTemporaryDirectory() + "tidesync-config-tests-" + UUID().uuidString
+        directory = temporaryPath("tidesync-config-tests-")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Glibc
 @Suite("Upload bodies")
 struct FileChunksTests {
     static func file(_ size: Int) throws -> String {
-        let path = NSTemporaryDirectory() + "tidesync-chunks-" + UUID().uuidString
+        let path = temporaryPath("tidesync-chunks-")
         try Data(repeating: 0x61, count: size).write(to: URL(fileURLWithPath: path))
         return path
     }

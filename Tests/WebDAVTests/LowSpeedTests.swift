@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// The low-speed limit: a server that trickles fails the request with
@@ -61,7 +62,7 @@ struct LowSpeedTests {
         defer { server.stop() }
         let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil,
                                                              allowInsecureHTTP: false), limits: Self.limits)
-        let destination = FileManager.default.temporaryDirectory.appendingPathComponent("trickle-\(UUID().uuidString)")
+        let destination = URL(fileURLWithPath: temporaryPath("trickle-"))
         defer { try? FileManager.default.removeItem(at: destination) }
         let error = await Self.failure(within: .seconds(60)) {
             _ = try await store.download(try RemotePath(["big.bin"]), range: nil, version: nil, to: destination, progress: nil)

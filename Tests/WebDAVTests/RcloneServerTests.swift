@@ -3,18 +3,16 @@ import Foundation
 import NIOCore
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// The private `rclone serve webdav` of `packaging/rclone-dav.sh`, when `packaging/test.sh`
 /// started one.
 enum Rclone {
-    static let environment = ProcessInfo.processInfo.environment
-    static var configured: Bool { environment["TIDESYNC_TEST_RCLONE_URL"] != nil }
-
     /// A store on a new collection of its own, and that collection's name.
     static func store() async throws -> (WebDAVStore, String) {
-        let base = URL(string: environment["TIDESYNC_TEST_RCLONE_URL"]!)!
-        let user = environment["TIDESYNC_TEST_RCLONE_USER"], password = environment["TIDESYNC_TEST_RCLONE_PASSWORD"]
+        let base = TestRclone.url!
+        let user = TestRclone.user, password = TestRclone.password
         let unique = "w-\(UUID().uuidString.prefix(8))"
         let root = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false))
         _ = try await root.makeFolder(at: RemotePath([unique]))
@@ -33,7 +31,7 @@ enum Rclone {
 /// What rclone does that made `WriteGuard.locks` necessary, and that the store copes.
 /// If a later rclone honours `If-Match`, the first test fails: the probe then picks
 /// `conditionalHeaders` on its own, and this file and README's rclone section need a look.
-@Suite("rclone serve webdav", .enabled(if: Rclone.configured, "packaging/test.sh starts rclone when it is installed"))
+@Suite("rclone serve webdav", .enabled(if: TestRclone.configured, "packaging/test.sh starts rclone when it is installed"))
 struct RcloneServerTests {
     /// Sends `method` to `name` below the store's root with `headers` and `body`; the status.
     static func raw(_ store: WebDAVStore, _ method: String, _ name: String, headers: [(String, String)] = [],
@@ -108,7 +106,7 @@ struct RcloneServerTests {
     }
 
     static func file(_ text: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-rclone-\(UUID().uuidString)")
+        let url = URL(fileURLWithPath: temporaryPath("tidesync-rclone-"))
         try Data(text.utf8).write(to: url)
         return url
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// Resumed downloads against a server that answers ranges rightly, ignores them, or
@@ -14,7 +15,7 @@ struct ResumeTests {
 
     /// A part holding `prefix`, in a fresh folder.
     static func part(_ prefix: String) throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("resume-\(UUID().uuidString)")
+        let folder = URL(fileURLWithPath: temporaryPath("resume-"))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let url = folder.appendingPathComponent(".tidesync-part-\(UUID().uuidString)")
         try Data(prefix.utf8).write(to: url)

@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// The probe that decides how writes are guarded on a server, against fake servers with
@@ -44,7 +45,7 @@ struct WriteGuardTests {
             #expect(error.message.contains("ignores If-Match") && error.message.contains("LOCK"), "says what is wrong: \(error)")
             #expect(!error.description.contains("secret-pw"))
         }
-        let source = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-guard-\(UUID().uuidString)")
+        let source = URL(fileURLWithPath: temporaryPath("tidesync-guard-"))
         try Data("mine".utf8).write(to: source)
         defer { try? FileManager.default.removeItem(at: source) }
         do {
@@ -126,18 +127,5 @@ struct WriteGuardTests {
         await expectCode(.serverUnreachable) { try await store.children(of: .root) }
         #expect(server.requests.filter { $0.method == "PUT" }.count == 2)
         await store.shutdown()
-    }
-}
-
-/// Expects `body` to throw a ProviderError with `code`.
-func expectCode<T>(_ code: ProviderError.Code, sourceLocation: SourceLocation = #_sourceLocation,
-                   _ body: () async throws -> T) async {
-    do {
-        _ = try await body()
-        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
-    } catch let error as ProviderError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected ProviderError \(code), got \(error)", sourceLocation: sourceLocation)
     }
 }
