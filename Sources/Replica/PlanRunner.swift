@@ -1,8 +1,9 @@
 // Journal contract: every step of a plan that does I/O is written to the engine's journal
 // (`OperationJournal`), in one transaction for the whole plan, before the first step
-// starts; the step's own result transaction completes it. After a crash, what is left in the journal is cleaned up
-// (`recover`: the temporary files it names are removed) and the next plan decides again
-// from the three states, which is why every step is guarded and a replay is idempotent.
+// starts; the step's own result transaction completes it. After a crash, what is left in
+// the journal is cleaned up (`recover`: the temporary files it names are removed) and the
+// next plan decides again from the three states, which is why every step is guarded and a
+// replay is idempotent.
 // Steps that failed stay in the journal with a backoff (`attempts`, `not_before`, decided by
 // the engine's `FailureBooking`): they are the domain's items in error.
 
