@@ -32,7 +32,7 @@ extension PlanRunner {
     /// unless it still has `source`.
     func scannedBundle(_ path: RemotePath, source: LocalStat, item: ItemIdentifier?) throws(ProviderError) -> [BundleMember] {
         guard let now = folder.bundle(at: path), now.stat == source else { throw changedSincePlan(path) }
-        let previous = try item.map { id throws(ProviderError) in try provider.state.bundleMembers(of: id) } ?? []
+        let previous = try item.map { id throws(ProviderError) in try provider.bundleMembers(of: id) } ?? []
         return try now.manifest(root: folder.absolute(path), previous: previous)
     }
 
@@ -150,7 +150,7 @@ extension PlanRunner {
                                       progress: TransferProgress?) async throws(ProviderError) {
         let stat = try folder.move(from: conflict.path, to: conflict.copy, expected: conflict.local)
         logger.warning("conflict: \(conflict.path) changed on both sides; this machine's version is kept as \(conflict.copy)")
-        do { try provider.state.apply([.recordConflict(ConflictRecord(conflict))]) } catch {
+        do { try provider.recordConflict(ConflictRecord(conflict)) } catch {
             logger.error("cannot add the conflict copy \(conflict.copy) to the conflict list: \(error.message)")
         }
         let members = try scannedBundle(conflict.copy, source: stat, item: nil)
@@ -184,6 +184,6 @@ extension PlanRunner {
             try await perform(step, operation: nil, temporary: step.needsTemporary ? folder.temporaryURL(beside: step.path) : nil,
                               scratch: step.writesRemoteBundle(folder.bundles) ? scratch : nil, context: context)
         }
-        try provider.state.apply(operation.map { [.completeOperation($0)] } ?? [])
+        try provider.complete(operation.map { [$0] } ?? [])
     }
 }

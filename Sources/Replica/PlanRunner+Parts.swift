@@ -1,7 +1,7 @@
 // Download parts that survive a cut: a download of a file whose version is known and strong
 // writes to a part named by the file and the version (`LocalFolder.partURL`). A failure of
 // the network or a stop keeps it, a crash leaves it, and the next attempt of the same
-// version resumes it (`RemoteStore.download(_:version:resumingInto:progress:)`). A part is
+// version resumes it (`SyncProvider.download(_:version:into:resuming:progress:)`). A part is
 // kept only while a plan still downloads that version: the sweep of a full pass removes
 // every other, so parts never pile up.
 import Foundation

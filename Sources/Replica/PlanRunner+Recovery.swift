@@ -8,9 +8,9 @@ extension PlanRunner {
     /// the failed ones by path, to back off from.
     public func recover() throws(ProviderError) -> [RemotePath: PendingOperation] {
         var failures: [RemotePath: PendingOperation] = [:]
-        var done: [StateChange] = []
-        for operation in try provider.state.pendingOperations() {
-            let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload)
+        var done: [Int64] = []
+        for operation in try provider.pendingOperations() {
+            let entry = JournalEntry(operation)
             // A part a download may resume is left to the pass's sweep, which keeps it only
             // for a download the new plan makes of the same version.
             if let temporary = entry?.temporary, !LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
@@ -18,14 +18,14 @@ extension PlanRunner {
             }
             if operation.attempts == 0, entry?.scratch != nil { continue }  // `recoverRemote` finishes it
             if operation.attempts > 0, let entry {
-                if let older = failures[entry.path] { done.append(.completeOperation(older.id)) }
+                if let older = failures[entry.path] { done.append(older.id) }
                 failures[entry.path] = operation
             } else {
                 if operation.attempts == 0 { logger.info("finishing an interrupted \(operation.kind) of \(entry?.path.description ?? "?") after a restart") }
-                done.append(.completeOperation(operation.id))
+                done.append(operation.id)
             }
         }
-        try provider.state.apply(done)
+        try provider.complete(done)
         return failures
     }
 
@@ -36,14 +36,13 @@ extension PlanRunner {
     /// with a scratch token is completed only here, after its clean-up succeeded, or when its
     /// step succeeds. Throws when the server cannot be reached (the pass is retried later).
     public func recoverRemote(host: String) async throws(ProviderError) {
-        for operation in try provider.state.pendingOperations() {
-            guard let entry = try? JSONDecoder().decode(JournalEntry.self, from: operation.payload),
-                  let token = entry.scratch else { continue }
+        for operation in try provider.pendingOperations() {
+            guard let entry = JournalEntry(operation), let token = entry.scratch else { continue }
             try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host)
             if operation.attempts == 0 {
                 if let temporary = entry.temporary { removeTemporary(temporary) }
                 logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")
-                try provider.state.apply([.completeOperation(operation.id)])
+                try provider.complete([operation.id])
             }
         }
     }

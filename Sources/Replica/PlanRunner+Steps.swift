@@ -56,7 +56,7 @@ extension PlanRunner {
                                                      item: item, operation: operation)
             }
         case .moveRemote(let from, let to, let version, let item):
-            if try provider.path(of: item) == from, let record = try provider.state.item(item),
+            if try provider.path(of: item) == from, let record = try provider.itemRecord(item),
                let parent = try provider.itemID(at: to.parent) {
                 // A rename or move of an item the engine knows: modifyItem of its name and
                 // parent, one remote MOVE.
@@ -189,7 +189,7 @@ extension PlanRunner {
         let stat = try folder.move(from: conflict.path, to: conflict.copy, expected: conflict.local)
         logger.warning("conflict: \(conflict.path) changed on both sides; this machine's version is kept as \(conflict.copy)")
         // Listed from the moment the copy exists: an upload that fails now is retried as a new file.
-        do { try provider.state.apply([.recordConflict(ConflictRecord(conflict))]) } catch {
+        do { try provider.recordConflict(ConflictRecord(conflict)) } catch {
             logger.error("cannot add the conflict copy \(conflict.copy) to the conflict list: \(error.message)")
         }
         switch conflict.kind {
@@ -237,6 +237,6 @@ extension PlanRunner {
         for step in ifDifferent {
             try await perform(step, operation: nil, temporary: step.needsTemporary ? temporary : nil, context: context)
         }
-        try provider.state.apply(operation.map { [.completeOperation($0)] } ?? [])
+        try provider.complete(operation.map { [$0] } ?? [])
     }
 }

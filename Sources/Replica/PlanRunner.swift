@@ -1,10 +1,11 @@
-// Journal contract: every step of a plan that does I/O is written to the journal, in one
-// transaction for the whole plan, before the first step starts; the step's own result
-// transaction completes it. After a crash, what is left in the journal is cleaned up
-// (`recover`: the temporary files it names are removed) and the next plan decides again
-// from the three states, which is why every step is guarded and a replay is idempotent.
-// Steps that failed stay in the journal with a backoff (`attempts`, `not_before`): they
-// are the domain's items in error.
+// Journal contract: every step of a plan that does I/O is written to the engine's journal
+// (`OperationJournal`), in one transaction for the whole plan, before the first step
+// starts; the step's own result transaction completes it. After a crash, what is left in
+// the journal is cleaned up (`recover`: the temporary files it names are removed) and the
+// next plan decides again from the three states, which is why every step is guarded and a
+// replay is idempotent.
+// Steps that failed stay in the journal with a backoff (`attempts`, `not_before`, decided by
+// the engine's `FailureBooking`): they are the domain's items in error.
 
 import Foundation
 import Logging
@@ -125,7 +126,7 @@ public final class PlanRunner: Sendable {
                     report.succeeded += 1
                     if case .conflictCopy(let copy) = plan[index] { report.conflicts.append((copy.path, copy.copy)) }
                     if let failure = context.failures[plan[index].path] {
-                        try? provider.state.apply([.completeOperation(failure.id)])
+                        try? provider.complete([failure.id])
                     }
                 }
                 startReady()
@@ -136,7 +137,7 @@ public final class PlanRunner: Sendable {
             schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped || deferred.contains($0)
         }
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
-        try provider.state.apply(unstarted.compactMap { operations[$0].map(StateChange.completeOperation) })
+        try provider.complete(unstarted.compactMap { operations[$0] })
         return report
     }
 
@@ -177,7 +178,7 @@ public final class PlanRunner: Sendable {
             return PendingOperation(itemID: plan[index].itemID, kind: plan[index].stepName,
                                     payload: (try? encoder.encode(entry)) ?? Data(), createdAt: now)
         }
-        let ids = try provider.state.journal(entries)
+        let ids = try provider.journal(entries)
         var result = [Int64?](repeating: nil, count: plan.count)
         for (index, id) in zip(indices, ids) { result[index] = id }
         return result
@@ -190,36 +191,31 @@ public final class PlanRunner: Sendable {
         if let temporary, !(LocalFolder.isResumablePart(temporary.lastPathComponent) && Self.keepsPart(error)) {
             removeTemporary(temporary.path)
         }
-        var changes: [StateChange] = []
         // An entry naming remote scratch collections stays until `recoverRemote` has
         // cleaned them up (the step's own clean-up may not have reached the server).
-        let keep = scratch != nil
-        switch error.disposition {
-        case .parkDomain:
+        let booking = provider.booking(of: error, operation: operation, earlier: context.failures[step.path],
+                                       keepingEntry: scratch != nil)
+        switch booking.outcome {
+        case .dropped where error.disposition == .parkDomain:
             report.parked = report.parked ?? error
             logger.warning("\(step.stepName) \(step.path): \(error.message)")
-            if let operation, !keep { changes.append(.completeOperation(operation)) }
-        case .resolve:
+        case .dropped:
             report.resolved += 1
             logger.info("\(step.stepName) \(step.path): \(error.message)")
-            if let operation, !keep { changes.append(.completeOperation(operation)) }
-        case .retry, .skipItem:
+        case .backedOff(let attempts, let delay, _):
             report.failed.append((step.path, error))
-            let previous = context.failures[step.path]
-            let attempts = (previous?.attempts ?? 0) + 1
-            let delay = RetryPolicy.failedItem.delay(afterFailures: attempts)
-            let notBefore = provider.clock.now().addingTimeInterval(delay / .seconds(1))
             logger.warning("\(step.stepName) \(step.path) failed (attempt \(attempts), next try in \(delay.components.seconds) s): \(error.description)")
-            // One journal entry per item in error: the older one carries the attempt count.
-            if let previous {
-                changes.append(.failOperation(previous.id, error: error.description, notBefore: notBefore))
-                if let operation, !keep { changes.append(.completeOperation(operation)) }
-            } else if let operation {
-                changes.append(.failOperation(operation, error: error.description, notBefore: notBefore))
-            }
         }
-        do { try provider.state.apply(changes) } catch {
+        do { try provider.record(booking) } catch {
             logger.error("cannot record the failure of \(step.stepName) \(step.path): \(error.description)")
         }
+    }
+}
+
+extension PlanRunner.JournalEntry {
+    /// The entry `operation` carries; nil when its payload is not one.
+    init?(_ operation: PendingOperation) {
+        guard let entry = try? JSONDecoder().decode(Self.self, from: operation.payload) else { return nil }
+        self = entry
     }
 }

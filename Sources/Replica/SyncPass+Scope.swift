@@ -152,7 +152,7 @@ extension SyncPass {
         if root.local == nil || knownGeneration == 0 && generation != 0 {
             // The first pass, or a row from before generations were recorded.
             root.local = LocalStat(inode: inode, size: 0, modificationTimeNanoseconds: generation)
-            try runner.provider.state.apply([.upsert(root)])
+            try runner.provider.recordSyncFolder(root)
         }
     }
 

@@ -10,7 +10,7 @@ import SyncEngine
 extension SyncPass {
     /// The folders the last pass could not read; none when the state DB cannot say.
     func unreadableBefore() -> [UnreadableFolder] {
-        (try? runner.provider.state.unreadableFolders()) ?? []
+        (try? runner.provider.unreadableFolders()) ?? []
     }
 
     /// `scope`, with the local folders the last pass could not read scanned again whole: a
@@ -59,7 +59,7 @@ extension SyncPass {
         }
         if Set(folders) != Set(before) {
             do throws(ProviderError) {
-                try runner.provider.state.recordUnreadableFolders(folders)
+                try runner.provider.recordUnreadableFolders(folders)
             } catch {
                 logger.warning("could not record the folders that cannot be read: \(error.message)")
             }

@@ -81,7 +81,7 @@ public struct SyncPass: Sendable {
         try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
-        let base = try provider.state.allItems()
+        let base = try provider.items()
         let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
         var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.first { $0.id == .root }, recorded: recorded)
@@ -102,7 +102,7 @@ public struct SyncPass: Sendable {
         var remote: [RemotePath: RemoteEntry]
         var unlisted: [RemotePath: ProviderError]?
         if scope.walksRemote {
-            let batch = try await provider.changes(since: try provider.state.syncAnchor(), base: base)
+            let batch = try await provider.changes(since: try provider.syncAnchor(), base: base)
             remote = batch.snapshot
             unlisted = batch.unlisted
             if case .watched = scope {

@@ -16,10 +16,17 @@ import Synchronization
 /// `SyncProvider+Operations.swift`, which carry out the steps of a reconciliation plan at the
 /// paths the plan decided. Both record through `record(at:…)`.
 ///
+/// It alone reads and writes its ports: the replica journals, completes and backs off
+/// operations through `OperationJournal`, and reads and records what a pass needs through
+/// `PassRecords`.
+///
 /// Isolation: safe to call from many tasks at once; the state store serialises writes.
 public final class SyncProvider: Sendable {
-    public let store: any RemoteStore
-    public let state: any StateStore
+    /// The remote; only the engine writes to it (STYLE.md §9).
+    let store: any RemoteStore
+    /// The state DB; only the engine reads and writes it. The replica goes through
+    /// `OperationJournal` and `PassRecords`.
+    let state: any StateStore
     public let clock: any SyncClock
     /// Which folders are bundles, synced as one item.
     public let bundles: BundleRule

@@ -82,7 +82,7 @@ final class LiveRun: @unchecked Sendable {
     /// one waiting).
     func quiesce(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let finished = task.map { _ in stop.isStopped } ?? false
-        let journalEmpty = { [live] in try live.pass.runner.provider.state.pendingOperations().isEmpty }
+        let journalEmpty = { [live] in try live.pass.runner.provider.pendingOperations().isEmpty }
         if finished {
             try await eventually("quiet", sourceLocation: sourceLocation) { try !live.isBusy && journalEmpty() }
             return
