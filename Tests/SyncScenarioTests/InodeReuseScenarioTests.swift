@@ -47,14 +47,18 @@ struct InodeReuseScenarioTests {
 
     /// Writes `text` to a new file at `path` and returns true when its inode number is
     /// `inode`. ext4 hands a freed inode to the next file made nearby, so the first try
-    /// mostly has it; otherwise files are made beside it until one gets it (at most 100),
-    /// then renamed into place (a rename keeps the inode). The others are removed before
-    /// the pass either way.
+    /// mostly has it; otherwise files are made beside it until one gets it, then renamed
+    /// into place (a rename keeps the inode). The others are removed before the pass either
+    /// way. On a loaded machine another process's short-lived file (a compiler's temporary)
+    /// may hold the number for a moment: the candidates hold every lower free number, so
+    /// once it is free again the next candidate gets it; tried for up to 20 s.
     static func create(_ path: String, _ text: String, inode: UInt64) throws -> Bool {
         let folder = (path as NSString).deletingLastPathComponent
         var others: [String] = []
         defer { for other in others { unlink(other) } }
-        for attempt in 0..<100 {
+        let deadline = ContinuousClock.now + .seconds(20)
+        for attempt in 0..<4000 where attempt < 100 || ContinuousClock.now < deadline {
+            if attempt >= 100 { usleep(5000) }
             let candidate = attempt == 0 ? path : folder + "/.candidate-\(attempt)"
             try writeFile(candidate, text)
             var st = stat()
