@@ -13,71 +13,15 @@ extension PlanRunner {
         }
         switch step {
         case .createRemoteFolder(let path, let item):
-            let local = try present(path, kind: .folder)
-            if item == nil, let parent = try provider.itemID(at: path.parent) {
-                _ = try await provider.createItem(basedOn: ItemTemplate(parentID: parent, name: path.name, kind: .folder, local: local.stat),
-                                                  contents: nil, options: WriteOptions(journalEntry: operation), progress: nil)
-            } else {
-                try await provider.makeRemoteFolder(at: path, item: item, local: local.stat, operation: operation)
-            }
+            try await createRemoteFolder(path, item: item, operation: operation)
         case .upload(let path, let condition, let source, let item):
-            _ = try present(path, kind: .file, stat: source)
-            try await waitPastTimestamp(of: path, source)
-            let contents = URL(fileURLWithPath: folder.absolute(path))
-            let options = WriteOptions(journalEntry: operation)
-            switch (condition, item) {
-            case (.mustMatch(let base), let item?) where try provider.path(of: item) == path:
-                // An edit of an item the engine knows: modifyItem, guarded by its base version.
-                let template = ItemTemplate(id: item, parentID: try provider.itemID(at: path.parent) ?? .root, name: path.name,
-                                            kind: .file, local: source)
-                _ = try await provider.modifyItem(template, baseVersion: ItemVersion(content: base), changedFields: .contents,
-                                                  contents: contents, options: options, progress: progress)
-            case (.mustNotExist, nil):
-                if let parent = try provider.itemID(at: path.parent) {
-                    _ = try await provider.createItem(basedOn: ItemTemplate(parentID: parent, name: path.name, kind: .file, local: source),
-                                                      contents: contents, options: options, progress: progress)
-                } else {
-                    try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation,
-                                              progress: progress)
-                }
-            default:
-                try await provider.upload(contents, to: path, condition: condition, source: source, item: item, operation: operation,
-                                              progress: progress)
-            }
+            try await upload(path, condition: condition, source: source, item: item, operation: operation, progress: progress)
         case .createRemoteSymlink(let path, let target, let condition, let item):
-            let local = try present(path, kind: .symlink)
-            guard local.symlinkTarget == target else { throw changedSincePlan(path) }
-            if case .mustNotExist = condition, item == nil, let parent = try provider.itemID(at: path.parent) {
-                let template = ItemTemplate(parentID: parent, name: path.name, kind: .symlink, symlinkTarget: target, local: local.stat)
-                _ = try await provider.createItem(basedOn: template, contents: nil, options: WriteOptions(journalEntry: operation),
-                                                  progress: nil)
-            } else {
-                try await provider.makeRemoteSymlink(at: path, target: target, condition: condition, source: local.stat,
-                                                     item: item, operation: operation)
-            }
+            try await createRemoteSymlink(path, target: target, condition: condition, item: item, operation: operation)
         case .moveRemote(let from, let to, let version, let item):
-            if try provider.path(of: item) == from, let record = try provider.itemRecord(item),
-               let parent = try provider.itemID(at: to.parent) {
-                // A rename or move of an item the engine knows: modifyItem of its name and
-                // parent, one remote MOVE.
-                var changed: ItemFields = []
-                if to.name != from.name { changed.insert(.filename) }
-                if to.parent != from.parent { changed.insert(.parentItemIdentifier) }
-                let template = ItemTemplate(id: item, parentID: parent, name: to.name, kind: record.kind,
-                                            symlinkTarget: record.symlinkTarget, local: record.local)
-                _ = try await provider.modifyItem(template, baseVersion: ItemVersion(content: version ?? record.remoteETag),
-                                                  changedFields: changed, contents: nil,
-                                                  options: WriteOptions(journalEntry: operation), progress: nil)
-            } else {
-                try await provider.moveRemote(from: from, to: to, version: version, item: item, operation: operation)
-            }
+            try await moveRemote(from: from, to: to, version: version, item: item, operation: operation)
         case .deleteRemote(let path, let version, let item):
-            if try provider.path(of: item) == path {
-                try await provider.deleteItem(item, baseVersion: ItemVersion(content: version),
-                                              options: WriteOptions(journalEntry: operation, scratchToken: scratch))
-            } else {
-                try await provider.deleteRemote(path, version: version, item: item, scratchToken: scratch, operation: operation)
-            }
+            try await deleteRemote(path, version: version, item: item, scratch: scratch, operation: operation)
         case .createLocalFolder(let path, let item):
             let stat = try folder.makeFolder(at: path)
             try provider.record(at: path, item: item, kind: .folder, remote: context.remote[path], local: stat,
