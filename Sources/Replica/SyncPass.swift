@@ -85,53 +85,18 @@ public struct SyncPass: Sendable {
         let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
         var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.first { $0.id == .root }, recorded: recorded)
-        var parts: [String] = []
-        for temporary in observed.temporaries {
-            // A part a download may resume waits for the plan (a full pass removes those no
-            // step resumes; a partial one leaves them to the next full pass).
-            if LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
-                if scope.isFull && scope.walksRemote { parts.append(temporary) }
-                continue
-            }
-            // A download's folder was moved away with its temporary inside: the step that
-            // made it is over (passes do not overlap), so it is only clutter.
-            logger.info("removing the leftover temporary file \(temporary)")
-            runner.removeTemporary(temporary)
-        }
+        let parts = resumableParts(observed.temporaries, scope: scope)
         lap("local scan")
-        var remote: [RemotePath: RemoteEntry]
-        var unlisted: [RemotePath: ProviderError]?
-        if scope.walksRemote {
-            let batch = try await provider.changes(since: try provider.syncAnchor(), base: base)
-            remote = batch.snapshot
-            unlisted = batch.unlisted
-            if case .watched = scope {
-                // What changed on the server is looked at here too, whatever the watcher said.
-                let deleted = Set(batch.deleted)
-                let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
-                overlay(touched, on: &observed, recorded: recorded)
-            }
-        } else {
-            remote = Self.remoteAsRecorded(recorded)
-        }
+        let walked = try await remoteSide(scope, base: base, recorded: recorded, observed: &observed)
         lap("remote walk")
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
-        remote = remote.filter { !scanner.exclude.excludes($0.key) }
-        let unreadable = settleUnreadable(local: observed.unreadable, remote: unlisted, before: unreadableBefore)
+        var remote = walked.remote.filter { !scanner.exclude.excludes($0.key) }
+        let unreadable = settleUnreadable(local: observed.unreadable, remote: walked.unlisted, before: unreadableBefore)
         let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
         Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
-        // So is a record the bundle rule now reads as another kind (a folder that became a
-        // bundle, or back): both sides then hold it as new, and agree by comparing.
-        let excludedRecords = recorded.filter { path, record in
-            !path.isRoot && (scanner.exclude.excludes(path) || (record.kind == .folder && isBundle(path))
-                || (record.kind == .bundle && !isBundle(path)))
-        }
-        let covered = Set(excludedRecords.map(\.value.id))
-        let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
-        var plan = Reconciler.plan(base: kept, local: observed.local, remote: remote, now: provider.clock.now(), host: host)
-        plan = excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
+        let plan = plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap("plan")
         runner.sweepParts(parts, plan: plan, remote: remote)
         guard !plan.isEmpty else {
@@ -148,6 +113,56 @@ public struct SyncPass: Sendable {
         if let held { report.parked = report.parked ?? held.error }
         return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
                           unreadable: unreadable, normalisationTwins: twins, held: held?.hold, remoteChange: remoteChange)
+    }
+
+    /// The resumable download parts among `temporaries`, which wait for the plan of a full
+    /// pass (it removes those no step resumes; a partial pass leaves them to the next full
+    /// one). Any other temporary is a leftover: a download's folder was moved away with its
+    /// temporary inside, and the step that made it is over (passes do not overlap).
+    func resumableParts(_ temporaries: [String], scope: PassScope) -> [String] {
+        var parts: [String] = []
+        for temporary in temporaries {
+            if LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
+                if scope.isFull && scope.walksRemote { parts.append(temporary) }
+                continue
+            }
+            logger.info("removing the leftover temporary file \(temporary)")
+            runner.removeTemporary(temporary)
+        }
+        return parts
+    }
+
+    /// The remote as this pass takes it, with the folders the walk could not list: walked
+    /// since the anchor, or as recorded for a pass that does not walk. A watched pass that
+    /// walks also looks at the paths that changed on the server, whatever the watcher said.
+    func remoteSide(_ scope: PassScope, base: [ItemRecord], recorded: [RemotePath: ItemRecord],
+                    observed: inout Observed) async throws(ProviderError)
+        -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?) {
+        guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil) }
+        let provider = runner.provider
+        let batch = try await provider.changes(since: try provider.syncAnchor(), base: base)
+        if case .watched = scope {
+            let deleted = Set(batch.deleted)
+            let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
+            overlay(touched, on: &observed, recorded: recorded)
+        }
+        return (batch.snapshot, batch.unlisted)
+    }
+
+    /// The reconciler's plan, after forgetting the records an exclude pattern now covers
+    /// (a new pattern never reads as deletions) and those the bundle rule now reads as
+    /// another kind (a folder that became a bundle, or back: both sides then hold it as
+    /// new, and agree by comparing).
+    func plan(base: [ItemRecord], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
+              recorded: [RemotePath: ItemRecord]) -> [SyncAction] {
+        let excludedRecords = recorded.filter { path, record in
+            !path.isRoot && (scanner.exclude.excludes(path) || (record.kind == .folder && isBundle(path))
+                || (record.kind == .bundle && !isBundle(path)))
+        }
+        let covered = Set(excludedRecords.map(\.value.id))
+        let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
+        let plan = Reconciler.plan(base: kept, local: local, remote: remote, now: runner.provider.clock.now(), host: host)
+        return excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
     }
 
     /// True when the item at `path` is a bundle by the domain's rule.
