@@ -120,7 +120,9 @@ import Glibc
         #expect(fixture.folder.holdsNoData(path) == true, "a new placeholder holds data blocks")
         #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "dataless")
         #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.item, of: path) == "f.bin")
-        #expect(Self.info(absolute).st_blocks == 0)
+        // Not st_blocks == 0: on this ext4 the three xattrs overflow the inode into a block
+        // of their own, counted in st_blocks (8); SEEK_DATA is what tells a placeholder.
+        #expect(Self.info(absolute).st_blocks <= 8)
 
         let page = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=4096", "skip=10", "count=1", "status=none"])
         #expect(page.status == 0 && page.data == Self.bytes(40960..<45056), "the page read was not the remote's bytes")
