@@ -13,13 +13,16 @@ import SystemCalls
 extension LocalFolder {
     /// What a dataless placeholder stands for: one version of one remote file.
     public struct PlaceholderSpecification: Sendable, Equatable {
+        /// The item, tagged on the file as `user.tidesync.id`.
         public var item: ItemIdentifier
         /// The remote size, in bytes: the placeholder's size.
         public var size: Int64
+        /// The remote mtime, given to the placeholder and kept through its hydration.
         public var modificationDate: Date
         /// The version its bytes will belong to; nil when the server named none.
         public var version: ETag?
 
+        /// The placeholder of `version` of `item`.
         public init(item: ItemIdentifier, size: Int64, modificationDate: Date, version: ETag?) {
             self.item = item
             self.size = size
@@ -30,8 +33,11 @@ extension LocalFolder {
 
     /// The xattr names of a placeholder (hints for people and tools; the state DB is the truth).
     public enum PlaceholderAttribute {
+        /// The item identifier.
         public static let item = "user.tidesync.id"
+        /// `dataless`, `partial` or `materialized`.
         public static let state = "user.tidesync.state"
+        /// The ETag the bytes belong to, as the server sent it (empty when it sent none).
         public static let version = "user.tidesync.version"
     }
 

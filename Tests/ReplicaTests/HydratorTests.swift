@@ -77,13 +77,13 @@ import Glibc
             hydrator.start()
         }
 
-        func makePlaceholder(_ name: String) throws -> (path: RemotePath, stat: LocalStat) {
+        func makePlaceholder(_ name: String, replacing: LocalStat? = nil) throws -> (path: RemotePath, stat: LocalStat) {
             let path = try RemotePath([name])
             let specification = LocalFolder.PlaceholderSpecification(
                 item: ItemIdentifier(name), size: HydratorTests.size, modificationDate: HydratorTests.modificationDate,
                 version: ETag(value: "v1"))
             let remote = remote, absolute = folder.absolute(path)
-            let stat = try folder.makePlaceholder(specification, at: path, replacing: nil) { fd throws(ProviderError) in
+            let stat = try folder.makePlaceholder(specification, at: path, replacing: replacing) { fd throws(ProviderError) in
                 try hydrator.watch(fd, as: KnownPlaceholder(
                     item: specification.item, path: absolute, version: specification.version, size: specification.size,
                     modificationTimeNanoseconds: 1_600_000_000_250_000_000) { range throws(ProviderError) in try await remote.fetch(range) })
@@ -238,6 +238,21 @@ import Glibc
         #expect(one.status == 0 && one.data == Self.bytes(12288..<16384))
         #expect(two.status == 0 && two.data == one.data)
         #expect(fixture.remote.fetched == [ByteRange(offset: 0, length: Self.alignment)], "fetched \(fixture.remote.fetched)")
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aPlaceholderReplacesTheFileThePlanSaw() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let absolute = fixture.folder.root + "/old.bin"
+        try Data("the version before\n".utf8).write(to: URL(fileURLWithPath: absolute))
+        let seen = try #require(fixture.folder.entry(at: RemotePath(["old.bin"]))?.stat)
+        let (path, made) = try fixture.makePlaceholder("old.bin", replacing: seen)
+        #expect(made.inode != seen.inode && made.size == Self.size)
+        #expect(fixture.folder.holdsNoData(path) == true)
+        let page = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=4096", "skip=100", "count=1", "status=none"])
+        #expect(page.status == 0 && page.data == Self.bytes(409_600..<413_696))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder.root) == ["old.bin"])
     }
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))

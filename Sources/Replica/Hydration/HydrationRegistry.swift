@@ -7,9 +7,12 @@ import SyncEngine
 
 /// A file's identity on this machine: what `fstat` of an event's descriptor gives.
 public struct FileIdentity: Hashable, Sendable {
+    /// `st_dev`.
     public var device: UInt64
+    /// `st_ino`.
     public var inode: UInt64
 
+    /// The identity of a file with these numbers.
     public init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
@@ -18,10 +21,13 @@ public struct FileIdentity: Hashable, Sendable {
 
 /// A dataless or partial file the hydrator fills when it is read.
 public struct KnownPlaceholder: Sendable {
+    /// The item it is, as the state DB knows it.
     public var item: ItemIdentifier
     /// Where it is (absolute), for messages only: hydration goes through the event's descriptor.
     public var path: String
+    /// The version its bytes belong to (nil: the server named none).
     public var version: ETag?
+    /// Its size in bytes: events are clamped to it.
     public var size: Int64
     /// The mtime to restore after each write, in nanoseconds since 1970.
     public var modificationTimeNanoseconds: Int64
@@ -30,6 +36,7 @@ public struct KnownPlaceholder: Sendable {
     /// Fetches at least the given range of `version`: exactly its bytes, in order.
     public var fetch: @Sendable (ByteRange) async throws(ProviderError) -> Data
 
+    /// A placeholder holding `present` (nothing, by default).
     public init(item: ItemIdentifier, path: String, version: ETag?, size: Int64, modificationTimeNanoseconds: Int64,
                 present: RangeSet = RangeSet(), fetch: @escaping @Sendable (ByteRange) async throws(ProviderError) -> Data) {
         self.item = item

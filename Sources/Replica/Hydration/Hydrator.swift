@@ -15,6 +15,7 @@ import SystemCalls
 /// What a hydration wrote: the caller records it (the hydrated range with the new stat, in
 /// one transaction) so the daemon's own write is never taken for a user's edit.
 public struct HydrationRecord: Sendable, Equatable {
+    /// The item written into.
     public var item: ItemIdentifier
     /// The range now on disk, fsynced.
     public var range: ByteRange
