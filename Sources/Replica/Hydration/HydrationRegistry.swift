@@ -1,0 +1,116 @@
+// The placeholders a hydrator knows and the fetches it has in flight, behind one lock: the
+// event loop's thread asks it synchronously (an event for a file it does not hold is
+// allowed at once, without a write) and the fill tasks update it. Lock ordering: this lock
+// is a leaf; nothing is called while it is held.
+import Foundation
+import SyncEngine
+
+/// A file's identity on this machine: what `fstat` of an event's descriptor gives.
+public struct FileIdentity: Hashable, Sendable {
+    /// `st_dev`.
+    public var device: UInt64
+    /// `st_ino`.
+    public var inode: UInt64
+
+    /// The identity of a file with these numbers.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// A dataless or partial file the hydrator fills when it is read.
+public struct KnownPlaceholder: Sendable {
+    /// The item it is, as the state DB knows it.
+    public var item: ItemIdentifier
+    /// Where it is (absolute), for messages only: hydration goes through the event's descriptor.
+    public var path: String
+    /// The version its bytes belong to (nil: the server named none).
+    public var version: ETag?
+    /// Its size in bytes: events are clamped to it.
+    public var size: Int64
+    /// The mtime to restore after each write, in nanoseconds since 1970.
+    public var modificationTimeNanoseconds: Int64
+    /// The bytes already on disk.
+    public var present: RangeSet
+    /// Fetches at least the given range of `version`: exactly its bytes, in order.
+    public var fetch: @Sendable (ByteRange) async throws(ProviderError) -> Data
+
+    /// A placeholder holding `present` (nothing, by default).
+    public init(item: ItemIdentifier, path: String, version: ETag?, size: Int64, modificationTimeNanoseconds: Int64,
+                present: RangeSet = RangeSet(), fetch: @escaping @Sendable (ByteRange) async throws(ProviderError) -> Data) {
+        self.item = item
+        self.path = path
+        self.version = version
+        self.size = size
+        self.modificationTimeNanoseconds = modificationTimeNanoseconds
+        self.present = present
+        self.fetch = fetch
+    }
+
+    /// What the file holds.
+    public var state: Materialization {
+        if present.contains(ByteRange(offset: 0, length: size)) { return .materialized }
+        return present.byteCount == 0 ? .dataless : .partial
+    }
+}
+
+/// One fetch of one range of one file, awaited by every reader that needs it.
+struct InFlightFetch: Sendable {
+    var range: ByteRange
+    var task: Task<Void, any Error>
+}
+
+/// The known placeholders and in-flight fetches, thread-safe.
+final class HydrationRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var placeholders: [FileIdentity: KnownPlaceholder] = [:]
+    private var inFlight: [FileIdentity: [InFlightFetch]] = [:]
+
+    func insert(_ placeholder: KnownPlaceholder, for file: FileIdentity) {
+        lock.withLock { placeholders[file] = placeholder }
+    }
+
+    @discardableResult
+    func remove(_ file: FileIdentity) -> KnownPlaceholder? {
+        lock.withLock { placeholders.removeValue(forKey: file) }
+    }
+
+    func placeholder(_ file: FileIdentity) -> KnownPlaceholder? {
+        lock.withLock { placeholders[file] }
+    }
+
+    /// The fetches `wanted` of `file` needs: those in flight that overlap what it lacks,
+    /// and new ones for the rest, made by `start` and recorded as in flight, all at once so
+    /// two readers of one range share one fetch. Empty when every byte is present.
+    func fetches(for wanted: ByteRange, of file: FileIdentity,
+                 start: (ByteRange) -> Task<Void, any Error>) -> [Task<Void, any Error>] {
+        lock.withLock {
+            guard let placeholder = placeholders[file] else { return [] }
+            let running = inFlight[file] ?? []
+            let runningSet = RangeSet(running.map(\.range))
+            var tasks: [Task<Void, any Error>] = []
+            for lacking in placeholder.present.missing(in: wanted) {
+                tasks += running.filter { $0.range.offset < lacking.end && lacking.offset < $0.range.end }.map(\.task)
+                for fresh in runningSet.missing(in: lacking) {
+                    let task = start(fresh)
+                    inFlight[file, default: []].append(InFlightFetch(range: fresh, task: task))
+                    tasks.append(task)
+                }
+            }
+            return tasks
+        }
+    }
+
+    /// Records that `range` of `file` is on disk (or, with `present` false, that its fetch
+    /// ended without it); returns the placeholder as it is now.
+    @discardableResult
+    func finish(_ range: ByteRange, of file: FileIdentity, present: Bool) -> KnownPlaceholder? {
+        lock.withLock {
+            inFlight[file]?.removeAll { $0.range == range }
+            if inFlight[file]?.isEmpty == true { inFlight[file] = nil }
+            if present { placeholders[file]?.present.insert(range) }
+            return placeholders[file]
+        }
+    }
+}

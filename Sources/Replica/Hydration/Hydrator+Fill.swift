@@ -1,0 +1,99 @@
+// Filling a placeholder's range. Durability contract: the bytes are written through the
+// event's descriptor (opened without notification: no event, no inotify), the remote mtime
+// is restored with `futimens` (every pwrite moves it), and the file is fsynced before the
+// range is recorded and before its reader is allowed on: a recorded range is on disk.
+import Foundation
+import Glibc
+import SyncEngine
+import SystemCalls
+
+extension Hydrator {
+    /// Serves one read of a placeholder: shares or starts the fetches of what it lacks,
+    /// waits for them within the timeout, and answers.
+    func serve(_ event: PreContentGroup.Event, wanted: ByteRange, of identity: FileIdentity) async {
+        let tasks = registry.fetches(for: wanted, of: identity) { range in
+            // The fill may outlive this event (another reader may share it, or this one may
+            // time out): it writes through its own copy of the descriptor, never a number
+            // the kernel could give to another file meanwhile.
+            let file = dup(event.file)
+            return Task {
+                defer { close(file) }
+                try await self.fill(range, of: identity, through: file)
+            }
+        }
+        let outcome = await Deadline.run(within: timeout) {
+            for task in tasks { try await task.value }
+        }
+        switch outcome {
+        case .finished: answer(event, .allow)
+        case .failed(let error): deny(event, wanted, of: identity, because: error)
+        case .timedOut:
+            tasks.forEach { $0.cancel() }
+            deny(event, wanted, of: identity, because: ProviderError(.serverUnreachable, "the fetch took longer than \(timeout)"))
+        }
+    }
+
+    private func deny(_ event: PreContentGroup.Event, _ range: ByteRange, of identity: FileIdentity, because error: any Error) {
+        let path = registry.placeholder(identity)?.path ?? "a placeholder"
+        logger.warning("a read of \(path) \(range) by pid \(event.pid) gets an I/O error: \(error)")
+        let full = (error as? ProviderError)?.code == .localDiskFull
+        answer(event, .deny(full ? ENOSPC : EIO))
+    }
+
+    /// Fetches `range` and writes it into the file open as `file`; then records it.
+    func fill(_ range: ByteRange, of identity: FileIdentity, through file: Int32) async throws(ProviderError) {
+        guard let placeholder = registry.placeholder(identity) else { return }
+        do throws(ProviderError) {
+            let data = try await placeholder.fetch(range)
+            guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
+            guard data.count == range.length else {
+                throw ProviderError(.cannotSynchronize, "the server sent \(data.count) bytes for \(placeholder.path) \(range)")
+            }
+            try write(data, at: range.offset, to: file, path: placeholder.path)
+            Self.restoreModificationTime(of: file, placeholder.modificationTimeNanoseconds)
+            guard fsync(file) == 0 else { throw LocalFolder.error(errno, "cannot write \(placeholder.path)") }
+        } catch {
+            registry.finish(range, of: identity, present: false)
+            throw error
+        }
+        guard let now = registry.finish(range, of: identity, present: true) else { return }
+        let state = settle(file, identity: identity, as: now)
+        recorded(HydrationRecord(item: now.item, range: range, stat: Self.localStat(of: file), state: state))
+    }
+
+    /// Tags the file with what it holds now; a whole file loses its mark and is forgotten
+    /// (its reads need no more events). Returns the state.
+    private func settle(_ file: Int32, identity: FileIdentity, as placeholder: KnownPlaceholder) -> Materialization {
+        let state = placeholder.state
+        _ = ExtendedAttributes.set(LocalFolder.PlaceholderAttribute.state, state.rawValue, on: file)
+        guard state == .materialized else { return state }
+        do throws(PreContentGroup.Failure) { try group.unmark(file, for: .preAccess) } catch {
+            logger.warning("\(placeholder.path) is whole but keeps its mark: \(error.description)")
+        }
+        registry.remove(identity)
+        return state
+    }
+
+    private func write(_ data: Data, at offset: Int64, to file: Int32, path: String) throws(ProviderError) {
+        var done = 0
+        while done < data.count {
+            let written = data.withUnsafeBytes { pwrite(file, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw LocalFolder.error(written < 0 ? errno : EIO, "cannot write the fetched bytes into \(path)") }
+            done += written
+        }
+    }
+
+    static func restoreModificationTime(of file: Int32, _ nanoseconds: Int64) {
+        let omit = timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)  // UTIME_OMIT: atime as the reader left it
+        var times = [omit, timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))]
+        _ = futimens(file, &times)
+    }
+
+    static func localStat(of file: Int32) -> LocalStat {
+        var info = Glibc.stat()
+        _ = fstat(file, &info)
+        return LocalStat(inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                         modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+}

@@ -1,0 +1,133 @@
+// On-access hydration (issue 15 item 3): a fanotify pre-content group with inode marks on
+// placeholders only, and an event loop on its own thread that never touches a placeholder
+// by path (a handler that reads its own marked file waits on itself forever, facts §1.8).
+// Every event is answered: allowed at once for the daemon's own pid and for any file that
+// is not a registered placeholder (never written to: a handler that writes to files it did
+// not check corrupts unrelated ones, facts §0.7); for a placeholder, allowed only once the
+// bytes read are on disk, and denied with an errno the kernel takes otherwise, within the
+// timeout (the kernel has none: an unanswered reader waits forever, facts §1.6).
+import Foundation
+import Glibc
+import Logging
+import SyncEngine
+import SystemCalls
+
+/// What a hydration wrote: the caller records it (the hydrated range with the new stat, in
+/// one transaction) so the daemon's own write is never taken for a user's edit.
+public struct HydrationRecord: Sendable, Equatable {
+    /// The item written into.
+    public var item: ItemIdentifier
+    /// The range now on disk, fsynced.
+    public var range: ByteRange
+    /// The file's stat after the write, its mtime restored.
+    public var stat: LocalStat
+    /// What the file holds now; `materialized` once every byte is there (its mark removed).
+    public var state: Materialization
+}
+
+/// Fills registered placeholders when programs read them, by the aligned ranges they read.
+public final class Hydrator: @unchecked Sendable {
+    /// The group the placeholders are marked in.
+    public let group: PreContentGroup
+    /// Fetches are widened to multiples of this (a power of two, at least 4 KiB).
+    public let alignment: Int64
+    /// How long a reader may wait for its bytes before it gets EIO.
+    public let timeout: Duration
+    let registry = HydrationRegistry()
+    let recorded: @Sendable (HydrationRecord) -> Void
+    let logger: Logger
+    private let lock = NSLock()
+    private var stopped = false
+    private var seen = 0
+    private var thread: Thread?
+
+    /// A hydrator with a new pre-content group (needs root and Linux 6.14+). `recorded` is
+    /// called after each range is on disk and before its reader goes on.
+    public init(alignment: Int64 = 1 << 20, timeout: Duration = .seconds(30), logger: Logger = Logger(label: "tidesync.hydrator"),
+                recorded: @escaping @Sendable (HydrationRecord) -> Void) throws(PreContentGroup.Failure) {
+        precondition(alignment >= 4096 && alignment & (alignment - 1) == 0, "alignment must be a power of two of at least 4 KiB")
+        group = try PreContentGroup()
+        self.alignment = alignment
+        self.timeout = timeout
+        self.logger = logger
+        self.recorded = recorded
+    }
+
+    /// Registers the placeholder open as `file` and marks it; call it before the file is
+    /// visible (`LocalFolder.makePlaceholder`'s `mark`). Registered first, so its first
+    /// event finds it; when the placeholder is not put in place after all, `forget` it.
+    public func watch(_ file: Int32, as placeholder: KnownPlaceholder) throws(ProviderError) {
+        var info = stat()
+        guard fstat(file, &info) == 0 else { throw ProviderError(.cannotSynchronize, "cannot look at the placeholder \(placeholder.path)") }
+        let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        registry.insert(placeholder, for: identity)
+        do throws(PreContentGroup.Failure) {
+            try group.mark(file, for: .preAccess)
+        } catch {
+            registry.remove(identity)
+            throw ProviderError(.cannotSynchronize, "cannot mark the placeholder \(placeholder.path) for hydration: \(error.description)")
+        }
+    }
+
+    /// Forgets the placeholder with `identity` (its events are then allowed untouched).
+    public func forget(_ identity: FileIdentity) {
+        registry.remove(identity)
+    }
+
+    /// What the hydrator knows of the placeholder with `identity`, or nil.
+    public func placeholder(_ identity: FileIdentity) -> KnownPlaceholder? {
+        registry.placeholder(identity)
+    }
+
+    /// How many events the loop has read (each is answered once), for status and tests.
+    public var eventsSeen: Int { lock.withLock { seen } }
+
+    /// Starts the event loop on its own thread.
+    public func start() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "tidesync-hydrator"
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Stops the event loop within its poll interval; events still queued wait for a group
+    /// that reads them (closing the group would let readers through as zeros, facts §0.2).
+    public func stop() {
+        lock.withLock { stopped = true }
+    }
+
+    private func loop() {
+        while !lock.withLock({ stopped }) {
+            var ready = pollfd(fd: group.descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 50) > 0 else { continue }
+            for event in group.events() { dispatch(event) }
+        }
+    }
+
+    /// Answers at once what needs no fetch; hands a placeholder's read to a task.
+    private func dispatch(_ event: PreContentGroup.Event) {
+        lock.withLock { seen += 1 }
+        guard event.pid != getpid() else { return answer(event, .allow) }
+        var info = stat()
+        let identity = fstat(event.file, &info) == 0 ? FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        guard let identity, let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
+        let wanted = Self.wanted(event.range, size: placeholder.size, alignment: alignment)
+        guard !placeholder.present.contains(wanted) else { return answer(event, .allow) }
+        Task { await self.serve(event, wanted: wanted, of: identity) }
+    }
+
+    /// The bytes an event asks for, clamped to the file and widened to `alignment`: a
+    /// missing range or a count of 0 means "to the end of the file".
+    static func wanted(_ range: (offset: UInt64, count: UInt64)?, size: Int64, alignment: Int64) -> ByteRange {
+        let offset = min(Int64(clamping: range?.offset ?? 0), size)
+        let count = range?.count ?? 0
+        let end = count == 0 ? size : min(size, offset + Int64(clamping: count))
+        return ByteRange(offset: offset, length: end - offset).aligned(to: alignment, fileSize: size)
+    }
+
+    func answer(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) {
+        if !group.answer(event, with: response) {
+            logger.error("could not answer a fanotify event of pid \(event.pid)")
+        }
+    }
+}

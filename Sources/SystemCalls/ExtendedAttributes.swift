@@ -1,0 +1,34 @@
+import Glibc
+
+/// `fsetxattr(2)` and `fgetxattr(2)` on an open descriptor, which Swift's Glibc module does
+/// not declare, looked up once. Writing one raises IN_ATTRIB, never IN_MODIFY, and leaves
+/// the file's mtime alone.
+public enum ExtendedAttributes {
+    private typealias SetFunction = @convention(c) (Int32, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
+    private typealias GetFunction = @convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    private static let setFunction: SetFunction? = symbol("fsetxattr")
+    private static let getFunction: GetFunction? = symbol("fgetxattr")
+
+    private static func symbol<T>(_ name: String) -> T? {
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), name).map { unsafeBitCast($0, to: T.self) }
+    }
+
+    /// Sets `name` to `value` on the file open as `file`; 0, or -1 with errno.
+    public static func set(_ name: String, _ value: String, on file: Int32) -> Int32 {
+        guard let setFunction else {
+            errno = ENOSYS
+            return -1
+        }
+        let bytes = Array(value.utf8)
+        return bytes.withUnsafeBytes { setFunction(file, name, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// The value of `name` on the file open as `file`, or nil when it has none.
+    public static func get(_ name: String, of file: Int32) -> String? {
+        guard let getFunction else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { getFunction(file, name, $0.baseAddress, $0.count) }
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import Replica
+import SyncEngine
+import SystemCalls
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Placeholders made by `LocalFolder.makePlaceholder` and filled by a `Hydrator` when
+/// another process reads them, against the real kernel (root, Linux 6.14+, ext4/xfs/btrfs):
+/// only the aligned ranges read are fetched, the mtime stays the remote's, a file the
+/// hydrator does not know is never written, and a failed or slow fetch is an I/O error,
+/// never zeros and never a hang.
+@Suite struct HydratorTests {
+    static let unavailable = PreContentGroupTests.unavailable
+    static let alignment: Int64 = 64 * 1024
+    /// Not a multiple of the alignment: the last range is clamped to the file.
+    static let size: Int64 = 1_000_000
+    static let modificationDate = Date(timeIntervalSince1970: 1_600_000_000.25)
+
+    /// The remote file's bytes in `range`.
+    static func bytes(_ range: Range<Int>) -> Data { Data(range.map(PreContentGroupTests.byte(at:))) }
+
+    /// The remote: counts fetches, and fails, stalls or waits for a release as told.
+    final class Remote: @unchecked Sendable {
+        enum Behaviour { case serve, fail, stall, waitForRelease }
+        private let lock = NSLock()
+        private var calls: [ByteRange] = []
+        private var released = false
+        let behaviour: Behaviour
+
+        init(_ behaviour: Behaviour = .serve) { self.behaviour = behaviour }
+
+        var fetched: [ByteRange] { lock.withLock { calls } }
+        func release() { lock.withLock { released = true } }
+
+        func fetch(_ range: ByteRange) async throws(ProviderError) -> Data {
+            lock.withLock { calls.append(range) }
+            switch behaviour {
+            case .serve: break
+            case .fail: throw ProviderError(.serverUnreachable, "the test server is down")
+            case .stall: try? await Task.sleep(for: .seconds(120))
+            case .waitForRelease:
+                while !lock.withLock({ released }) { try? await Task.sleep(for: .milliseconds(10)) }
+            }
+            return HydratorTests.bytes(Int(range.offset)..<Int(range.end))
+        }
+    }
+
+    /// What the hydrator reported, in order.
+    final class Records: @unchecked Sendable {
+        private let lock = NSLock()
+        private var records: [HydrationRecord] = []
+        var all: [HydrationRecord] { lock.withLock { records } }
+        func append(_ record: HydrationRecord) { lock.withLock { records.append(record) } }
+    }
+
+    /// A folder, a started hydrator reporting into `records`, and a placeholder of the remote
+    /// at `name` in it.
+    struct Fixture {
+        let folder: LocalFolder
+        let hydrator: Hydrator
+        let records: Records
+        let remote: Remote
+
+        init(_ remote: Remote = Remote(), timeout: Duration = .seconds(60)) throws {
+            let root = temporaryPath("tidesync-hydrator-")
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            folder = LocalFolder(root: root)
+            let records = Records()
+            self.records = records
+            hydrator = try Hydrator(alignment: HydratorTests.alignment, timeout: timeout) { records.append($0) }
+            self.remote = remote
+            hydrator.start()
+        }
+
+        func makePlaceholder(_ name: String, replacing: LocalStat? = nil) throws -> (path: RemotePath, stat: LocalStat) {
+            let path = try RemotePath([name])
+            let specification = LocalFolder.PlaceholderSpecification(
+                item: ItemIdentifier(name), size: HydratorTests.size, modificationDate: HydratorTests.modificationDate,
+                version: ETag(value: "v1"))
+            let remote = remote, absolute = folder.absolute(path)
+            let stat = try folder.makePlaceholder(specification, at: path, replacing: replacing) { fd throws(ProviderError) in
+                try hydrator.watch(fd, as: KnownPlaceholder(
+                    item: specification.item, path: absolute, version: specification.version, size: specification.size,
+                    modificationTimeNanoseconds: 1_600_000_000_250_000_000) { range throws(ProviderError) in try await remote.fetch(range) })
+            }
+            return (path, stat)
+        }
+
+        func read(_ tool: String, _ arguments: [String]) async throws -> (status: Int32, data: Data, message: String) {
+            let result = try await onOwnThread { try PreContentGroupTests.run(tool, arguments) }
+            return (result.0, result.1, result.2)
+        }
+
+        func finish() {
+            hydrator.stop()
+            removeTree(folder.root)
+        }
+    }
+
+    static func info(_ path: String) -> stat {
+        var info = stat()
+        _ = lstat(path, &info)
+        return info
+    }
+
+    static func changeTime(_ info: stat) -> Int64 { Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec) }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aPlaceholderReadsAsTheRemoteBytesFetchingOnlyTheAlignedRangesRead() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, made) = try fixture.makePlaceholder("f.bin")
+        let absolute = fixture.folder.absolute(path)
+        #expect(made.size == Self.size && made.modificationTimeNanoseconds == 1_600_000_000_250_000_000)
+        #expect(fixture.folder.holdsNoData(path) == true, "a new placeholder holds data blocks")
+        #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "dataless")
+        #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.item, of: path) == "f.bin")
+        // Not st_blocks == 0: on this ext4 the three xattrs overflow the inode into a block
+        // of their own, counted in st_blocks (8); SEEK_DATA is what tells a placeholder.
+        #expect(Self.info(absolute).st_blocks <= 8)
+
+        let page = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=4096", "skip=10", "count=1", "status=none"])
+        #expect(page.status == 0 && page.data == Self.bytes(40960..<45056), "the page read was not the remote's bytes")
+        #expect(fixture.remote.fetched == [ByteRange(offset: 0, length: Self.alignment)])
+        let last = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=1000", "skip=999", "count=1", "status=none"])
+        #expect(last.status == 0 && last.data == Self.bytes(999_000..<1_000_000))
+        let tail = ByteRange(offset: 15 * Self.alignment, length: Self.size - 15 * Self.alignment)
+        #expect(fixture.remote.fetched == [ByteRange(offset: 0, length: Self.alignment), tail], "fetched \(fixture.remote.fetched)")
+
+        // The daemon's writes keep the remote mtime, and each range is recorded with that stat.
+        let now = Self.info(absolute)
+        #expect(Int64(now.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.st_mtim.tv_nsec) == made.modificationTimeNanoseconds)
+        #expect(fixture.records.all.map(\.range) == fixture.remote.fetched)
+        #expect(fixture.records.all.allSatisfy { $0.stat == made && $0.state == .partial })
+        #expect(fixture.folder.holdsNoData(path) == false)
+        #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "partial")
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aFullyReadFileIsMaterializedAndUnmarked() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, made) = try fixture.makePlaceholder("whole.bin")
+        let absolute = fixture.folder.absolute(path)
+        let whole = try await fixture.read("/bin/cat", [absolute])
+        #expect(whole.status == 0 && whole.data == Self.bytes(0..<Int(Self.size)), "cat read zeros or other bytes")
+        #expect(RangeSet(fixture.remote.fetched).byteCount == Self.size)
+        #expect(fixture.remote.fetched.map(\.length).reduce(0, +) == Self.size, "a range was fetched twice")
+        #expect(fixture.records.all.last?.state == .materialized)
+        #expect(fixture.records.all.last?.stat == made)
+        #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "materialized")
+        let identity = FileIdentity(device: UInt64(Self.info(absolute).st_dev), inode: made.inode)
+        #expect(fixture.hydrator.placeholder(identity) == nil, "a whole file is still registered")
+
+        let seen = fixture.hydrator.eventsSeen
+        let again = try await fixture.read("/bin/cat", [absolute])
+        #expect(again.status == 0 && again.data == whole.data)
+        #expect(fixture.hydrator.eventsSeen == seen, "a read of a materialized file still raised events")
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aMarkedFileThatIsNotAPlaceholderIsReadUnchangedAndNeverWritten() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let absolute = fixture.folder.root + "/mine.txt"
+        let content = Data("the user's own words, never to be overwritten\n".utf8)
+        try content.write(to: URL(fileURLWithPath: absolute))
+        // A sparse file of the user's too: a handler that filled it would give it data blocks.
+        let sparse = fixture.folder.root + "/sparse.bin"
+        try #require(FileManager.default.createFile(atPath: sparse, contents: nil) && truncate(sparse, 1 << 20) == 0)
+        for file in [absolute, sparse] {
+            let fd = open(file, O_RDONLY)
+            try #require(fd >= 0)
+            try fixture.hydrator.group.mark(fd, for: .preAccess)
+            close(fd)
+        }
+        let before = (Self.info(absolute), Self.info(sparse))
+
+        let read = try await fixture.read("/bin/cat", [absolute])
+        #expect(read.status == 0 && read.data == content)
+        let zeros = try await fixture.read("/bin/cat", [sparse])
+        #expect(zeros.status == 0 && zeros.data == Data(count: 1 << 20))
+        #expect(fixture.hydrator.eventsSeen >= 2, "the reads raised no events: the test proves nothing")
+        let after = (Self.info(absolute), Self.info(sparse))
+        // A write, even of the same bytes, would move the ctime.
+        #expect(Self.changeTime(after.0) == Self.changeTime(before.0), "an unknown file was written")
+        #expect(after.1.st_blocks == 0 && Self.changeTime(after.1) == Self.changeTime(before.1), "an unknown sparse file was filled")
+        #expect(fixture.remote.fetched.isEmpty && fixture.records.all.isEmpty)
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aFailedFetchIsAnIOErrorAndTheFileStaysDataless() async throws {
+        let fixture = try Fixture(Remote(.fail))
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("down.bin")
+        let read = try await fixture.read("/bin/cat", [fixture.folder.absolute(path)])
+        #expect(read.status != 0)
+        #expect(read.data.isEmpty, "cat got \(read.data.count) bytes of a file whose fetch failed")
+        #expect(read.message.contains("Input/output error"), "cat said: \(read.message)")
+        #expect(fixture.folder.holdsNoData(path) == true)
+        #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "dataless")
+        #expect(fixture.records.all.isEmpty)
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aFetchLongerThanTheTimeoutIsAnIOErrorNotAHang() async throws {
+        let fixture = try Fixture(Remote(.stall), timeout: .seconds(1))
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("slow.bin")
+        let started = ContinuousClock.now
+        let read = try await fixture.read("/bin/dd", ["if=\(fixture.folder.absolute(path))", "bs=4096", "count=1", "status=none"])
+        let waited = ContinuousClock.now - started
+        #expect(read.status != 0 && read.data.isEmpty)
+        #expect(read.message.contains("Input/output error"), "dd said: \(read.message)")
+        // The stalled fetch takes 120 s: a reader released well before that was released
+        // by the timeout (the bound is loose for a loaded machine).
+        #expect(waited >= .seconds(1) && waited < .seconds(60), "the reader waited \(waited)")
+        #expect(fixture.folder.holdsNoData(path) == true)
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func twoReadersOfOneRangeShareOneFetch() async throws {
+        let fixture = try Fixture(Remote(.waitForRelease))
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("shared.bin")
+        let arguments = ["if=\(fixture.folder.absolute(path))", "bs=4096", "skip=3", "count=1", "status=none"]
+        async let first = fixture.read("/bin/dd", arguments)
+        async let second = fixture.read("/bin/dd", arguments)
+        try await eventually("both readers' events") { fixture.hydrator.eventsSeen >= 2 }
+        try await eventually("the fetch") { !fixture.remote.fetched.isEmpty }
+        fixture.remote.release()
+        let (one, two) = try await (first, second)
+        #expect(one.status == 0 && one.data == Self.bytes(12288..<16384))
+        #expect(two.status == 0 && two.data == one.data)
+        #expect(fixture.remote.fetched == [ByteRange(offset: 0, length: Self.alignment)], "fetched \(fixture.remote.fetched)")
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aPlaceholderReplacesTheFileThePlanSaw() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let absolute = fixture.folder.root + "/old.bin"
+        try Data("the version before\n".utf8).write(to: URL(fileURLWithPath: absolute))
+        let seen = try #require(fixture.folder.entry(at: RemotePath(["old.bin"]))?.stat)
+        let (path, made) = try fixture.makePlaceholder("old.bin", replacing: seen)
+        #expect(made.inode != seen.inode && made.size == Self.size)
+        #expect(fixture.folder.holdsNoData(path) == true)
+        let page = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=4096", "skip=100", "count=1", "status=none"])
+        #expect(page.status == 0 && page.data == Self.bytes(409_600..<413_696))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder.root) == ["old.bin"])
+    }
+
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aPlaceholderOverAFileThePlanDidNotSeeIsRefused() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let absolute = fixture.folder.root + "/taken.txt"
+        try Data("written by the user meanwhile\n".utf8).write(to: URL(fileURLWithPath: absolute))
+        let before = Self.info(absolute)
+        await expectCode(.versionMismatch) { _ = try fixture.makePlaceholder("taken.txt") }
+        // Replacing a file the plan saw with another stat is refused too.
+        let stale = LocalStat(inode: UInt64(before.st_ino), size: 1, modificationTimeNanoseconds: 0)
+        let specification = LocalFolder.PlaceholderSpecification(item: ItemIdentifier("t"), size: 10, modificationDate: Self.modificationDate, version: nil)
+        await expectCode(.versionMismatch) {
+            _ = try fixture.folder.makePlaceholder(specification, at: RemotePath(["taken.txt"]), replacing: stale) { _ throws(ProviderError) in }
+        }
+        #expect(readFile(absolute) == "written by the user meanwhile\n")
+        let after = Self.info(absolute)
+        #expect(after.st_ino == before.st_ino && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder.root) == ["taken.txt"], "a temporary was left behind")
+    }
+}
