@@ -110,8 +110,26 @@ public final class PreContentGroup: @unchecked Sendable {
         }
     }
 
-    /// Waits for events and returns those read at once; empty when the group was closed or
-    /// interrupted.
+    /// What `wait(milliseconds:)` found.
+    public enum Readiness: Sendable, Equatable {
+        case ready
+        /// Nothing within the time (or a signal came first).
+        case timedOut
+        /// The descriptor can no longer be polled: an event loop must end, not spin.
+        case broken
+    }
+
+    /// Waits up to `milliseconds` for events to read.
+    public func wait(milliseconds: Int32) -> Readiness {
+        var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let result = poll(&ready, 1, milliseconds)
+        if result < 0 { return errno == EINTR ? .timedOut : .broken }
+        if result == 0 { return .timedOut }
+        return ready.revents & Int16(POLLIN) != 0 ? .ready : .broken
+    }
+
+    /// Reads the events waiting (blocking until one comes); empty when the group was closed
+    /// or interrupted.
     public func events() -> [Event] {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -77,9 +77,11 @@ import Glibc
 
         private func loop() {
             while !lock.withLock({ stopped }) {
-                var ready = pollfd(fd: group.descriptor, events: Int16(POLLIN), revents: 0)
-                guard poll(&ready, 1, 50) > 0 else { continue }
-                for event in group.events() { handle(event) }
+                switch group.wait(milliseconds: 50) {
+                case .timedOut: continue
+                case .broken: return
+                case .ready: for event in group.events() { handle(event) }
+                }
             }
         }
 

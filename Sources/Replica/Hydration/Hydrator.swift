@@ -98,9 +98,14 @@ public final class Hydrator: @unchecked Sendable {
 
     private func loop() {
         while !lock.withLock({ stopped }) {
-            var ready = pollfd(fd: group.descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, 50) > 0 else { continue }
-            for event in group.events() { dispatch(event) }
+            switch group.wait(milliseconds: 50) {
+            case .timedOut: continue
+            case .broken:
+                logger.critical("the fanotify group can no longer be read; placeholders are not hydrated until the daemon restarts")
+                return
+            case .ready:
+                for event in group.events() { dispatch(event) }
+            }
         }
     }
 
