@@ -86,7 +86,35 @@ extension ConfigValidator {
         if let globs = strings(table, "keep_local", in: scope, example: "keep_local = [\"Documents/**\"]") {
             settings.keepLocal = globs
         }
+        if let timeout = duration(table, "hydration_timeout", in: scope) { settings.hydrationTimeout = timeout }
+        if let programs = readProgramNames(table, "hydrate_on_open", in: scope) { settings.hydrateOnOpen = programs }
         return settings
+    }
+
+    /// Process names as the kernel keeps them (`/proc/PID/comm`): not empty, no `/`, at
+    /// most 15 bytes (a longer name is cut there, so it would never match).
+    private mutating func readProgramNames(_ table: TOMLTable, _ key: String, in scope: KeyScope) -> [String]? {
+        guard let names = strings(table, key, in: scope, example: "\(key) = [\"cp\", \"tar\"]") else { return nil }
+        var valid = true
+        for (index, name) in names.enumerated() {
+            let problem: String?
+            if name.isEmpty {
+                problem = "is empty; write a program's name, e.g. \"cp\""
+            } else if name.contains("/") {
+                let bare = name.split(separator: "/").last.map(String.init) ?? name
+                problem = "is a path; write the program's name only, e.g. \(DiagnosticWording.quoted(bare))"
+            } else if name.utf8.count > 15 {
+                let cut = String(decoding: name.utf8.prefix(15), as: UTF8.self)
+                problem = "is longer than the 15 bytes the kernel keeps of a process name; write \(DiagnosticWording.quoted(cut))"
+            } else {
+                problem = nil
+            }
+            guard let problem else { continue }
+            valid = false
+            error("\(scope.subject)\(scope.name(key))[\(index)] = \(DiagnosticWording.quoted(name)) \(problem).",
+                  at: sourceMap.value(scope.path(key) + ["[\(index)]"]))
+        }
+        return valid ? names : nil
     }
 
     private mutating func readMode(_ table: TOMLTable, in scope: KeyScope) -> PlaceholderMode? {

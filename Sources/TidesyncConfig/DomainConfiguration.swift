@@ -147,16 +147,30 @@ public struct PlaceholderSettings: Sendable, Equatable {
     public var alignment: ByteCount
     /// Glob patterns of paths that are always downloaded.
     public var keepLocal: [String]
+    /// How long a program reading a placeholder waits for its bytes before the read fails
+    /// with EIO (default 30 s).
+    public var hydrationTimeout: Duration
+    /// Programs (by their process name, at most 15 characters as the kernel keeps it) that
+    /// skip a file's holes without reading them: a placeholder they open is hydrated whole
+    /// first, so their copy never holds silent zeros.
+    public var hydrateOnOpen: [String]
+
+    /// The programs that copy or archive by skipping holes (coreutils `cp`, `mv` to another
+    /// file system, `install`; GNU and BSD `tar --sparse`; `rsync --sparse`).
+    public static let holeSkippingPrograms = ["cp", "mv", "tar", "bsdtar", "install", "rsync"]
 
     /// Creates placeholder settings; the defaults are those of the file format.
     public init(
         mode: PlaceholderMode = .off, minimumSize: ByteCount = ByteCount(16 << 20),
-        alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = []
+        alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = [],
+        hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms
     ) {
         self.mode = mode
         self.minimumSize = minimumSize
         self.alignment = alignment
         self.keepLocal = keepLocal
+        self.hydrationTimeout = hydrationTimeout
+        self.hydrateOnOpen = hydrateOnOpen
     }
 }
 

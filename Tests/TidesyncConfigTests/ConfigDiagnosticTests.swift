@@ -76,6 +76,10 @@ struct ConfigDiagnosticTests {
         ("alignment = \"3KiB\"", "7:13: error: domain \"home\": placeholders.alignment = \"3KiB\" is not a power of two; use e.g. \"4KiB\", \"64KiB\" or \"1MiB\"."),
         ("alignment = 2048", "7:13: error: domain \"home\": placeholders.alignment = 2048 is below the minimum of 4KiB; use e.g. \"4KiB\", \"64KiB\" or \"1MiB\"."),
         ("mode = \"sometimes\"", "7:8: error: domain \"home\": placeholders.mode = \"sometimes\" is not a placeholder mode; use \"off\", \"auto\" or \"all\"."),
+        ("hydration_timeout = \"0s\"", "7:21: error: domain \"home\": placeholders.hydration_timeout = \"0s\" must be longer than zero."),
+        ("hydrate_on_open = [\"/usr/bin/cp\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"/usr/bin/cp\" is a path; write the program's name only, e.g. \"cp\"."),
+        ("hydrate_on_open = [\"cp\", \"\"]", "7:26: error: domain \"home\": placeholders.hydrate_on_open[1] = \"\" is empty; write a program's name, e.g. \"cp\"."),
+        ("hydrate_on_open = [\"my-long-backup-tool\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"my-long-backup-tool\" is longer than the 15 bytes the kernel keeps of a process name; write \"my-long-backup-\"."),
     ])
     func wrongPlaceholdersValue(line: String, expected: String) throws {
         let fixture = try ConfigFixture()

@@ -36,6 +36,8 @@ struct ConfigLoaderTests {
             min_size = "8MiB"
             alignment = 65536
             keep_local = ["Documents/**"]
+            hydration_timeout = "2m"
+            hydrate_on_open = ["cp", "my-backup-tool"]
 
             [[domain]]
             name = "lab-data"
@@ -68,7 +70,8 @@ struct ConfigLoaderTests {
         #expect(home.exclude == ["*.tmp", "build/"])
         #expect(home.bundleExtensions == ["app", "pages"])
         #expect(home.placeholders == PlaceholderSettings(
-            mode: .auto, minimumSize: ByteCount(8 << 20), alignment: ByteCount(65536), keepLocal: ["Documents/**"]
+            mode: .auto, minimumSize: ByteCount(8 << 20), alignment: ByteCount(65536), keepLocal: ["Documents/**"],
+            hydrationTimeout: .seconds(120), hydrateOnOpen: ["cp", "my-backup-tool"]
         ))
         #expect(config.stateDatabasePath(for: home) == fixture.home + "/state/home.sqlite")
 
@@ -91,6 +94,8 @@ struct ConfigLoaderTests {
         #expect(lab.placeholders == PlaceholderSettings())
         #expect(lab.placeholders.minimumSize == ByteCount(16 << 20))
         #expect(lab.placeholders.alignment == ByteCount(1 << 20))
+        #expect(lab.placeholders.hydrationTimeout == .seconds(30))
+        #expect(lab.placeholders.hydrateOnOpen == ["cp", "mv", "tar", "bsdtar", "install", "rsync"])
     }
 
     @Test("settings not yet in effect are notes, printed after OK")
