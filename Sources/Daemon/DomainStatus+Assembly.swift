@@ -14,6 +14,8 @@ public struct DatabaseFacts: Sendable {
     public var conflicts: [ConflictRecord]
     /// The folders the last pass could not read.
     public var unreadable: [UnreadableFolder] = []
+    /// The deletions the last pass held back.
+    public var held: DeletionHold.Summary?
 
     /// Reads the state DB at `path` read-only (it may be in use by the daemon).
     public static func read(path: String, conflicts limit: Int) -> Result<DatabaseFacts, ProviderError> {
@@ -23,7 +25,8 @@ public struct DatabaseFacts: Sendable {
             return .success(DatabaseFacts(summary: try database.summary(),
                                           failures: try database.pendingOperations().filter { $0.attempts > 0 },
                                           conflicts: try database.conflicts(limit: limit),
-                                          unreadable: try database.unreadableFolders()))
+                                          unreadable: try database.unreadableFolders(),
+                                          held: try database.heldDeletions()))
         } catch {
             return .failure(error)
         }
@@ -56,6 +59,11 @@ extension DomainStatus {
             }
         }
         guard let live else {
+            // Without the daemon, `allow-deletions` has no one to tell: a run does it.
+            status.heldDeletions = facts?.held.map {
+                HeldDeletions(reason: $0.reason.rawValue, side: $0.side.rawValue, items: $0.items,
+                              release: "tidesync run --once --allow-mass-delete")
+            }
             if case .failure(let error) = database {
                 status.error = ErrorInfo(code: error.code.rawValue, message: error.message)
             }

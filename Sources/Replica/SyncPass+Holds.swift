@@ -61,6 +61,14 @@ extension SyncPass {
     /// A side counts as emptied when none of the recorded items outside `unknown` is still
     /// there: folders that could not be read are taken as recorded on both sides, so they
     /// must not make an emptied side look full.
+    /// Keeps what this pass held back in the state DB, for `status` while the daemon is not
+    /// running; a failure there costs only that report.
+    func record(held: DeletionHold?) {
+        do { try runner.provider.recordHeldDeletions(held) } catch {
+            logger.warning("cannot record the held deletions for status: \(error.message)")
+        }
+    }
+
     func hold(_ plan: [SyncAction], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
               recorded: [RemotePath: ItemRecord], unknown: UnknownSubtrees) -> (hold: DeletionHold, error: ProviderError)? {
         guard let massDelete else { return nil }

@@ -101,6 +101,7 @@ public struct SyncPass: Sendable {
         runner.sweepParts(parts, plan: plan, remote: remote)
         guard !plan.isEmpty else {
             _ = release.admits(nil)
+            record(held: nil)
             return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
                               unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange)
         }
@@ -108,6 +109,7 @@ public struct SyncPass: Sendable {
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
         let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
+        record(held: held?.hold)
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held.error }

@@ -28,6 +28,23 @@ public struct DeletionHold: Sendable, Equatable {
     /// The plan's indices of the held steps.
     public var steps: [Int]
 
+    /// What a hold is, without the plan's step indices: what the state DB keeps for
+    /// `tidesync status` while the daemon is not running.
+    public struct Summary: Sendable, Equatable, Codable {
+        public var reason: Reason
+        public var side: Side
+        public var items: Int
+
+        public init(reason: Reason, side: Side, items: Int) {
+            self.reason = reason
+            self.side = side
+            self.items = items
+        }
+    }
+
+    /// This hold without its steps.
+    public var summary: Summary { Summary(reason: reason, side: side, items: items) }
+
     public init(reason: Reason, side: Side, items: Int, steps: [Int]) {
         self.reason = reason
         self.side = side

@@ -29,6 +29,9 @@ public protocol PassRecords: Sendable {
 
     /// Replaces the list of folders the last pass could not list.
     func recordUnreadableFolders(_ folders: [UnreadableFolder]) throws(ProviderError)
+    /// Records what this pass held back (nil: nothing), for `status` while the daemon is
+    /// not running.
+    func recordHeldDeletions(_ held: DeletionHold?) throws(ProviderError)
 
     /// Makes sure the records describe the remote at `location` (see
     /// `SyncProvider.bindRemote(location:discarding:)`); returns the switch when the domain

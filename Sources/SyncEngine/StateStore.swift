@@ -43,4 +43,9 @@ public protocol StateStore: Sendable {
     func unreadableFolders() throws(ProviderError) -> [UnreadableFolder]
     /// Replaces the list of folders the last pass could not list; durable when it returns.
     func recordUnreadableFolders(_ folders: [UnreadableFolder]) throws(ProviderError)
+
+    /// The deletions the last pass held back; nil when none.
+    func heldDeletions() throws(ProviderError) -> DeletionHold.Summary?
+    /// Replaces what the last pass held back (nil: nothing); writes only when it changed.
+    func recordHeldDeletions(_ held: DeletionHold.Summary?) throws(ProviderError)
 }

@@ -29,4 +29,8 @@ extension SyncProvider: PassRecords {
     public func recordUnreadableFolders(_ folders: [UnreadableFolder]) throws(ProviderError) {
         try state.recordUnreadableFolders(folders)
     }
+
+    public func recordHeldDeletions(_ held: DeletionHold?) throws(ProviderError) {
+        try state.recordHeldDeletions(held?.summary)
+    }
 }

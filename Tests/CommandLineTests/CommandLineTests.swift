@@ -96,9 +96,23 @@ final class CommandLineTests {
         #expect(held.errors.contains("the server's folder is empty, but 3 synced item(s) are still in"), "\(held.errors)")
         #expect(held.errors.contains("tidesync run --once --allow-mass-delete"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: home + "/Cloud").filter { $0.hasSuffix(".txt") }.count == 3)
+        // No daemon runs: status says what the last run held and how to release it.
+        #expect(try await Self.heldInStatus(home: home)?["items"] as? Int == 3)
+        #expect(try await Self.heldInStatus(home: home)?["release"] as? String == "tidesync run --once --allow-mass-delete")
+        #expect(try await Binary.run(["status"], home: home).output.contains(
+            "held: 3 deletion(s) in the sync folder (the server's folder is empty); to carry them out run `tidesync run --once --allow-mass-delete`"))
         let allowed = try await Binary.run(["run", "--once", "--allow-mass-delete"], home: home)
         #expect(allowed.status == 0, "\(allowed.errors)")
+        #expect(try await Self.heldInStatus(home: home) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: home + "/Cloud").filter { $0.hasSuffix(".txt") }.isEmpty)
+    }
+
+    /// The first domain's `heldDeletions` in `tidesync status --json` (the daemon not running).
+    static func heldInStatus(home: String) async throws -> [String: Any]? {
+        let status = try await Binary.run(["status", "--json"], home: home)
+        let json = try JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any]
+        let domain = (json?["domains"] as? [[String: Any]])?.first
+        return domain?["heldDeletions"] as? [String: Any]
     }
 
     @Test("run names a missing store folder instead of reporting an empty remote")

@@ -52,6 +52,24 @@ import Testing
         }
     }
 
+    @Test func heldDeletionsSurviveTheDaemonAndClearWhenNothingIsHeld() throws {
+        try withScratchDirectory { directory in
+            let path = directory + "/home.sqlite"
+            let held = DeletionHold.Summary(reason: .sideEmptied, side: .local, items: 20)
+            let first = try StateDatabase(path: path)
+            #expect(try first.heldDeletions() == nil)
+            try first.recordHeldDeletions(held)
+            try first.close()
+            let reader = try StateDatabase(readOnlyPath: path)
+            #expect(try reader.heldDeletions() == held)
+            try reader.close()
+            let second = try StateDatabase(path: path)
+            defer { try? second.close() }
+            try second.recordHeldDeletions(nil)
+            #expect(try second.heldDeletions() == nil)
+        }
+    }
+
     @Test func aReadOnlyOpenReadsAClosedDatabaseAndRefusesWrites() throws {
         try withScratchDirectory { directory in
             let path = directory + "/home.sqlite"

@@ -95,6 +95,13 @@ struct RemoteMoveJournalTests {
         func pendingOperations() throws(ProviderError) -> [PendingOperation] { try inner.pendingOperations() }
         func unreadableFolders() throws(ProviderError) -> [UnreadableFolder] { try inner.unreadableFolders() }
 
+        func heldDeletions() throws(ProviderError) -> DeletionHold.Summary? { try inner.heldDeletions() }
+
+        func recordHeldDeletions(_ held: DeletionHold.Summary?) throws(ProviderError) {
+            try alive()
+            try inner.recordHeldDeletions(held)
+        }
+
         func journal(_ operation: PendingOperation) throws(ProviderError) -> Int64 { try alive(); return try inner.journal(operation) }
         func journal(_ operations: [PendingOperation]) throws(ProviderError) -> [Int64] { try alive(); return try inner.journal(operations) }
         func apply(_ changes: [StateChange]) throws(ProviderError) { try alive(); try inner.apply(changes) }
