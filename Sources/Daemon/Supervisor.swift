@@ -61,9 +61,15 @@ public final class Supervisor: Sendable {
     /// Starts every domain, then returns when `stop()` was called (or, in a `ServiceGroup`,
     /// graceful shutdown began) and every domain ended. Call it once.
     public func run() async {
-        await withGracefulShutdownHandler {
-            await runDomains()
-        } onGracefulShutdown: {
+        // Graceful shutdown (a signal), or the group cancelled because another service ended:
+        // either way the domains finish their running transfers and stop.
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await runDomains()
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
             self.stop()
         }
     }

@@ -171,7 +171,12 @@ public final class PreContentGroup: @unchecked Sendable {
     @discardableResult
     public func answer(_ event: Event, with response: Response) -> Bool {
         var record: (Int32, UInt32) = (event.file, response.value)
-        let written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
+        var written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
+        if written != 8 {
+            // An answer the kernel refused would leave the reader waiting forever: a plain deny.
+            record.1 = 0x02
+            written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
+        }
         close(event.file)
         return written == 8
     }

@@ -110,6 +110,25 @@ import Glibc
 
     static func changeTime(_ info: stat) -> Int64 { Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec) }
 
+    /// `echo hi > placeholder`: the open truncates without an event, the write raises one.
+    /// Filling that range would splice the old version's bytes after the user's; the file is
+    /// the user's now, so nothing is fetched or written and it is no longer a placeholder.
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aPlaceholderAProgramTruncatesIsTheProgramsFile() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, made) = try fixture.makePlaceholder("f.bin")
+        let absolute = fixture.folder.absolute(path)
+        let written = try await fixture.read("/bin/sh", ["-c", "echo hi > '\(absolute)'"])
+        #expect(written.status == 0, "\(written.message)")
+        #expect(readFile(absolute) == "hi\n", "the old version's bytes were written into the user's file")
+        #expect(fixture.remote.fetched.isEmpty, "fetched \(fixture.remote.fetched)")
+        let info = Self.info(absolute)
+        #expect(fixture.hydrator.placeholder(FileIdentity(device: UInt64(info.st_dev), inode: made.inode)) == nil)
+        let again = try await fixture.read("/bin/cat", [absolute])
+        #expect(again.data == Data("hi\n".utf8) && fixture.remote.fetched.isEmpty)
+    }
+
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
     func aPlaceholderReadsAsTheRemoteBytesFetchingOnlyTheAlignedRangesRead() async throws {
         let fixture = try Fixture()

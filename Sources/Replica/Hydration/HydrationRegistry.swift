@@ -67,8 +67,13 @@ final class HydrationRegistry: @unchecked Sendable {
     private var placeholders: [FileIdentity: KnownPlaceholder] = [:]
     private var inFlight: [FileIdentity: [InFlightFetch]] = [:]
 
+    /// Registers `placeholder`; fetches left from an earlier file with the same identity (an
+    /// inode number used again) are not joined by its readers.
     func insert(_ placeholder: KnownPlaceholder, for file: FileIdentity) {
-        lock.withLock { placeholders[file] = placeholder }
+        lock.withLock {
+            placeholders[file] = placeholder
+            inFlight[file] = nil
+        }
     }
 
     @discardableResult

@@ -42,7 +42,18 @@ extension Hydrator {
 
     /// Fetches `range` and writes it into the file open as `file`; then records it.
     func fill(_ range: ByteRange, of identity: FileIdentity, through file: Int32) async throws(ProviderError) {
-        guard let placeholder = registry.placeholder(identity) else { return }
+        guard let placeholder = registry.placeholder(identity) else {
+            registry.finish(range, of: identity, present: false)
+            return
+        }
+        // Truncated since it was made (an open with O_TRUNC raises no event, the write after it
+        // does): the file is the user's now. Writing the old version's bytes would splice them
+        // into it, so nothing is written; the scan sees the edit.
+        guard Self.localStat(of: file).size == placeholder.size else {
+            registry.finish(range, of: identity, present: false)
+            disown(file, identity: identity, path: placeholder.path)
+            return
+        }
         do throws(ProviderError) {
             let data = try await placeholder.fetch(range)
             guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
@@ -59,6 +70,16 @@ extension Hydrator {
         guard let now = registry.finish(range, of: identity, present: true) else { return }
         let state = settle(file, identity: identity, as: now)
         recorded(HydrationRecord(item: now.item, range: range, stat: Self.localStat(of: file), state: state))
+    }
+
+    /// Stops hydrating a placeholder a program rewrote: its mark goes, and its events are
+    /// allowed untouched from now on.
+    private func disown(_ file: Int32, identity: FileIdentity, path: String) {
+        logger.notice("\(path) was truncated by a program: it is a local file now, no longer filled from the server")
+        do throws(PreContentGroup.Failure) { try group.unmark(file, for: .preAccess) } catch {
+            logger.warning("\(path) keeps its mark: \(error.description)")
+        }
+        registry.remove(identity)
     }
 
     /// Tags the file with what it holds now; a whole file loses its mark and is forgotten
