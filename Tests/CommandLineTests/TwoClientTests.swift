@@ -80,11 +80,14 @@ enum TwoClientSettings {
         for tag in workload.liveBundles.subtracting(bundleTags).sorted() {
             Issue.record("seed \(seed): the bundle version \"\(tag)\" was lost")
         }
+        // Names whose daemon log lines are printed whole when a check below fails.
+        var suspects: [String] = []
         for (bundle, members) in bundles where bundle.contains(" (conflicted copy ") {
             let tag = members.values.first.flatMap { Self.bundleTag(of: $0) } ?? "?"
             let original = bundles[TwoClientWorld.original(of: bundle)]?.values.first.flatMap { Self.bundleTag(of: $0) }
             #expect(original != tag, "seed \(seed): the bundle conflict copy \(bundle) holds the same version as its original")
             #expect(!workload.overwrittenBundles.contains(tag), "seed \(seed): the bundle conflict copy \(bundle) holds an overwritten version")
+            if original == tag || workload.overwrittenBundles.contains(tag) { suspects.append(TwoClientWorld.original(of: bundle)) }
         }
         // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
         for (path, text) in remote.sorted(by: { $0.key < $1.key })
@@ -120,13 +123,16 @@ enum TwoClientSettings {
         }
         for path in Set(remote.keys.map { TwoClientWorld.bundle(of: $0) ?? $0 }) where path.contains(" (conflicted copy ") {
             #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
+            if !listed.contains((path as NSString).lastPathComponent) { suspects.append(TwoClientWorld.original(of: path)) }
         }
         #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
         // A bundle write cut by the other client's folder move cleans up its scratch where
         // the move took it (`cleanUpMovedScratch`): none is left once both are quiet.
         #expect(world.leftoverScratch().isEmpty, "seed \(seed): bundle scratch left on the server: \(world.leftoverScratch())")
         print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
-        if !lost.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { world.dumpLogs() }
+        if !lost.isEmpty || !suspects.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil {
+            world.dumpLogs(mentioning: suspects.map { ($0 as NSString).lastPathComponent })
+        }
         try await world.stop()
     }
 }
@@ -333,9 +339,15 @@ final class TwoClientWorld: @unchecked Sendable {
     }
 
     /// Prints the tail of both daemons' logs (a failure's context).
-    func dumpLogs() {
+    /// Prints each daemon's log tail, and every line that mentions one of `names` (a bundle
+    /// or file a check found wrong), wherever it is in the log.
+    func dumpLogs(mentioning names: [String] = []) {
         for client in clients {
             let log = (try? String(contentsOfFile: client.home + "/daemon.log", encoding: .utf8)) ?? ""
+            let about = log.split(separator: "\n").filter { line in names.contains { line.contains($0) } }
+            if !about.isEmpty {
+                print("--- seed \(seed): client \(client.name)'s log lines about \(names) ---\n\(about.joined(separator: "\n"))")
+            }
             // Debug level: which paths each pass looked at ("pass phases (N path(s))") and
             // each step, so a path the watcher never delivered can be told from one a pass
             // decided wrongly.
