@@ -24,6 +24,11 @@ extension WebDAVStore {
     func receive(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                  meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
         let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
+        // Apache answers 403 ("file permissions deny server access") for a file another
+        // client deleted between its check and its open: gone, not forbidden.
+        if response.status.code == 403, try await !exists(path) {
+            throw ProviderError(.noSuchItem, "\(path) was deleted on the server while it was read", underlying: "HTTP 403")
+        }
         guard [200, 206, 416].contains(response.status.code) else { throw response.status.providerError("GET", path) }
         // The response's own ETag says which version the bytes belong to; comparing it
         // instead of sending If-Match avoids Apache's spurious 412 on weak tags. An

@@ -132,6 +132,16 @@ final class FakeDAVServer: Sendable {
     }
 
     /// A 207 describing `/dav/` as an empty collection.
+    /// A PROPFIND answer for one file `name` of 3 bytes right under the root.
+    static func file(_ name: String) -> Response {
+        Response(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
+            <?xml version="1.0" encoding="utf-8"?>
+            <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/\(name)</d:href><d:propstat><d:prop>\
+            <d:resourcetype/><d:getcontentlength>3</d:getcontentlength><d:getetag>"e1"</d:getetag></d:prop>\
+            <d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+            """)
+    }
+
     static let emptyRoot = Response(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
         <?xml version="1.0" encoding="utf-8"?>
         <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/</d:href><d:propstat><d:prop>\

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SyncEngine
 import Testing
+import TestSupport
 @testable import WebDAV
 
 /// 403 is about one item, 401 about the account; after a 401 the password is read again.
@@ -35,6 +36,33 @@ struct PermissionTests {
             } catch {
                 #expect((error as? ProviderError)?.code == .permissionDenied, "\(error)")
                 #expect((error as? ProviderError)?.disposition == .skipItem)
+            }
+        }
+    }
+
+    @Test("a GET answered 403 for a file that is gone by then is no such item, not permission denied; one still there stays denied",
+          arguments: [false, true])
+    func forbiddenWhileDeleted(stillThere: Bool) async throws {
+        // Apache's answer when another client deletes the file between its stat and its open.
+        let server = try FakeDAVServer { request in
+            switch request.method {
+            case "GET": return .init(status: 403)
+            case "PROPFIND" where request.path.hasSuffix("/gone.txt"):
+                return stillThere ? FakeDAVServer.file("gone.txt") : .init(status: 404)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        try await Self.using(store) {
+            let destination = URL(fileURLWithPath: temporaryPath("tidesync-gone-"))
+            defer { try? FileManager.default.removeItem(at: destination) }
+            do {
+                _ = try await store.download(try RemotePath(["gone.txt"]), range: nil, version: nil, to: destination, progress: nil)
+                Issue.record("a 403 was taken for a download")
+            } catch {
+                #expect((error as? ProviderError)?.code == (stillThere ? .permissionDenied : .noSuchItem), "\(error)")
             }
         }
     }
