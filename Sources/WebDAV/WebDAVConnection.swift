@@ -166,6 +166,9 @@ final class WebDAVConnection: Sendable {
         }
     }
 
+    /// The methods a second sending cannot change anything with.
+    static let idempotent: Set<String> = ["GET", "HEAD", "PROPFIND", "OPTIONS"]
+
     /// Sends `request` and collects a small answer. A request written to a pooled
     /// connection the server had just closed (a keep-alive timeout, or the close after an
     /// answer that left a body unread) never reached it: it is sent once more, on a new
@@ -191,6 +194,11 @@ final class WebDAVConnection: Sendable {
                     return CollectedResponse(status: response.status, headers: response.headers, body: Data(body.readableBytesView))
                 }
             } catch let error as ChannelError where error == .ioOnClosedChannel && attempt == 1 {
+                continue
+            } catch let error as HTTPClientError where error == .remoteConnectionClosed && attempt == 1
+                        && Self.idempotent.contains(request.method.rawValue) {
+                // The server closed a kept-alive connection as the request went out (Apache
+                // after KeepAliveTimeout): a request that changes nothing is sent again.
                 continue
             } catch {
                 throw Self.map(error, method: request.method.rawValue)

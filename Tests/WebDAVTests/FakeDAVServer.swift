@@ -23,6 +23,9 @@ final class FakeDAVServer: Sendable {
         var bytesPerSecond: Int? = nil
         /// With `bytesPerSecond`: the head is sent at once, only the body trickles.
         var trickleBodyOnly = false
+        /// Closes the connection without a word, as a server does with a kept-alive
+        /// connection whose idle time ran out just as the request came.
+        var hangUp = false
     }
 
     let port: UInt16
@@ -103,6 +106,7 @@ final class FakeDAVServer: Sendable {
             let request = Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)
             log.withLock { $0.append(request) }
             let response = respond(request)
+            if response.hangUp { return }
             var text = "HTTP/1.1 \(response.status) Fake\r\nServer: FakeDAV/1.0\r\nContent-Length: \(response.body.utf8.count)\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
             text += "\r\n" + response.body

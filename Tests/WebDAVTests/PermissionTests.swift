@@ -67,6 +67,23 @@ struct PermissionTests {
         }
     }
 
+    @Test("a PROPFIND whose kept-alive connection the server closes unanswered is sent once more, on a new connection")
+    func hungUpConnection() async throws {
+        let hungUp = Mutex<Set<String>>([])
+        let server = try FakeDAVServer { request in
+            // Each method's first request is left unanswered, as on a connection just closed.
+            if hungUp.withLock({ $0.insert(request.method).inserted }) { return .init(status: 0, hangUp: true) }
+            return request.method == "PROPFIND" ? FakeDAVServer.file("a.txt") : .init(status: 201)
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        try await Self.using(store) {
+            let entry = try await store.entry(at: try RemotePath(["a.txt"]))
+            #expect(entry.etag?.value == "e1")
+            #expect(server.requests.filter { $0.method == "PROPFIND" }.count == 2)
+        }
+    }
+
     @Test("after a 401 the next request reads the password again, and only then")
     func passwordReadAgain() async throws {
         let accepted = Mutex("one")
