@@ -114,7 +114,10 @@ final class WebDAVConnection: Sendable {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: Self.timeAmount(limits.connectTimeout), read: Self.timeAmount(read)),
-            connectionPool: .init(idleTimeout: .seconds(60),
+            // Idle connections are closed before the server closes them: a request written
+            // as the server's close is on its way gets no answer (remoteConnectionClosed).
+            // Apache's KeepAliveTimeout is 5 s by default.
+            connectionPool: .init(idleTimeout: .seconds(4),
                                   concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections)),
             decompression: .disabled)
         configuration.httpVersion = .http1Only
