@@ -5,7 +5,6 @@
 // transfers, and the socket answers `tidesync status` until the domains are done.
 import Control
 import Foundation
-import Logging
 import ServiceLifecycle
 
 /// The control socket: open from the start, closed once every later service has shut down.
@@ -29,17 +28,14 @@ public struct ControlSocketService: Service {
 public struct ServiceManagerReports: Service {
     let supervisor: Supervisor
     let notifier: ServiceNotifier
-    let logger: Logger
 
-    public init(supervisor: Supervisor, notifier: ServiceNotifier, logger: Logger) {
+    public init(supervisor: Supervisor, notifier: ServiceNotifier) {
         self.supervisor = supervisor
         self.notifier = notifier
-        self.logger = logger
     }
 
     public func run() async throws {
         await cancelWhenGracefulShutdown { await report() }
-        logger.info("stopping: finishing running transfers, then stopping")
         _ = notifier.send("STOPPING=1")
     }
 

@@ -113,7 +113,9 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let notifier = ServiceNotifier()
-        let signals = Self.handleSecondStopSignal(logger: logger)
+        // The ServiceGroup stops the daemon on the first SIGTERM or SIGINT; this only logs it
+        // and makes a second one exit at once.
+        let signals = Self.handleStopSignals(logger: logger) {}
             + [Self.handleReload(path: path, cliLevel: logLevel, level: level, supervisor: supervisor,
                                  notifier: notifier, logger: logger)]
         defer { signals.forEach { $0.cancel() } }
@@ -121,7 +123,7 @@ struct Run: AsyncParsableCommand {
         // Shut down in reverse: reports (STOPPING=1), then the domains, then the socket.
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: ControlSocketService(server: server)), .init(service: supervisor),
-                       .init(service: ServiceManagerReports(supervisor: supervisor, notifier: notifier, logger: logger))],
+                       .init(service: ServiceManagerReports(supervisor: supervisor, notifier: notifier))],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch {
             logger.error("a service of the daemon failed: \(error)")
@@ -129,25 +131,6 @@ struct Run: AsyncParsableCommand {
             throw ExitCode(1)
         }
         logger.info("stopped")
-    }
-
-    /// The `ServiceGroup` stops the daemon on the first SIGTERM or SIGINT; a second one exits
-    /// at once (interrupted work is redone at the next start).
-    private static func handleSecondStopSignal(logger: Logger) -> [any DispatchSourceSignal] {
-        let seen = StopFlag()
-        return [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if seen.isStopped {
-                    logger.warning("second signal: exiting now; interrupted work is redone at the next start")
-                    Glibc.exit(1)
-                }
-                seen.stop()
-            }
-            source.resume()
-            return source
-        }
     }
 
     /// SIGTERM and SIGINT call `stop`; a second one exits at once.

@@ -1,5 +1,5 @@
 import Foundation
-import SystemCalls
+@testable import SystemCalls
 import Testing
 
 #if canImport(Glibc)
@@ -129,6 +129,20 @@ import Glibc
         return path
     }
 
+    /// Runs `body` with a placeholder in a new folder, marked in a new group whose handler
+    /// answers its events with `response`; removes both afterwards.
+    static func withPlaceholder(answering response: PreContentGroup.Response,
+                                _ body: (PreContentGroup, (path: String, device: UInt64, inode: UInt64), Handler) throws -> Void) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let group = try PreContentGroup()
+        let file = try Self.placeholder(in: folder, group: group)
+        let handler = Handler(group: group, device: file.device, inode: file.inode, response: response)
+        handler.start()
+        defer { handler.stop() }
+        try body(group, file, handler)
+    }
+
     @Test func eventsAreParsedAsTheKernelLaysThemOut() {
         func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value.littleEndian, Array.init) }
         // A FAN_PRE_ACCESS event with a range record, then a FAN_OPEN_PERM one without.
@@ -149,57 +163,42 @@ import Glibc
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
     func aReadOfAPlaceholderWaitsForItsBytes() throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let group = try PreContentGroup()
-        let file = try Self.placeholder(in: folder, group: group)
-        let handler = Handler(group: group, device: file.device, inode: file.inode, response: .allow)
-        handler.start()
-        defer { handler.stop() }
-        // Another process reads one page in the middle, then the whole file.
-        let (middleStatus, middle, _) = try Self.run("/bin/dd", ["if=\(file.path)", "bs=4096", "skip=10", "count=1", "status=none"])
-        #expect(middleStatus == 0)
-        #expect(middle == Data((40960..<45056).map(Self.byte(at:))), "the page read was not the remote's bytes")
-        #expect(handler.ranges.first.map { $0.0 <= 40960 && $0.1 >= 45056 } == true, "ranges: \(handler.ranges)")
-        let (status, whole, _) = try Self.run("/bin/cat", [file.path])
-        #expect(status == 0)
-        #expect(whole == Data((0..<Self.size).map(Self.byte(at:))), "cat read zeros or other bytes")
+        try Self.withPlaceholder(answering: .allow) { group, file, handler in
+            // Another process reads one page in the middle, then the whole file.
+            let (middleStatus, middle, _) = try Self.run("/bin/dd", ["if=\(file.path)", "bs=4096", "skip=10", "count=1", "status=none"])
+            #expect(middleStatus == 0)
+            #expect(middle == Data((40960..<45056).map(Self.byte(at:))), "the page read was not the remote's bytes")
+            #expect(handler.ranges.first.map { $0.0 <= 40960 && $0.1 >= 45056 } == true, "ranges: \(handler.ranges)")
+            let (status, whole, _) = try Self.run("/bin/cat", [file.path])
+            #expect(status == 0)
+            #expect(whole == Data((0..<Self.size).map(Self.byte(at:))), "cat read zeros or other bytes")
+        }
     }
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
     func aFailedFetchIsAnErrorNeverZeros() throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let group = try PreContentGroup()
-        let file = try Self.placeholder(in: folder, group: group)
-        let handler = Handler(group: group, device: file.device, inode: file.inode, response: .deny(EIO))
-        handler.start()
-        defer { handler.stop() }
-        let (status, data, message) = try Self.run("/bin/cat", [file.path])
-        #expect(status != 0)
-        #expect(data.isEmpty, "cat got \(data.count) bytes of a file whose fetch failed")
-        #expect(message.contains("Input/output error"), "cat said: \(message)")
-        // An errno the kernel does not take would hang the reader: it is sent as EIO.
-        #expect(PreContentGroup.Response.deny(ENOENT) == .deny(ENOENT))
+        try Self.withPlaceholder(answering: .deny(EIO)) { group, file, handler in
+            let (status, data, message) = try Self.run("/bin/cat", [file.path])
+            #expect(status != 0)
+            #expect(data.isEmpty, "cat got \(data.count) bytes of a file whose fetch failed")
+            #expect(message.contains("Input/output error"), "cat said: \(message)")
+                // An errno the kernel does not take would hang the reader: it is sent as EIO.
+            #expect(PreContentGroup.Response.deny(ENOENT).value == PreContentGroup.Response.deny(EIO).value)
+        }
     }
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
     func aWholeFileLosesItsMarkAndRaisesNoMoreEvents() throws {
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let group = try PreContentGroup()
-        let file = try Self.placeholder(in: folder, group: group)
-        let handler = Handler(group: group, device: file.device, inode: file.inode, response: .allow)
-        handler.start()
-        defer { handler.stop() }
-        #expect(try Self.run("/bin/cat", [file.path]).0 == 0)
-        let fd = open(file.path, O_RDONLY)
-        try #require(fd >= 0)
-        try group.unmark(fd, for: .preAccess)
-        close(fd)
-        let before = handler.ranges.count
-        let (status, whole, _) = try Self.run("/bin/cat", [file.path])
-        #expect(status == 0 && whole == Data((0..<Self.size).map(Self.byte(at:))))
-        #expect(handler.ranges.count == before, "a read after the unmark still raised events")
+        try Self.withPlaceholder(answering: .allow) { group, file, handler in
+            #expect(try Self.run("/bin/cat", [file.path]).0 == 0)
+            let fd = open(file.path, O_RDONLY)
+            try #require(fd >= 0)
+            try group.unmark(fd, for: .preAccess)
+            close(fd)
+            let before = handler.ranges.count
+            let (status, whole, _) = try Self.run("/bin/cat", [file.path])
+            #expect(status == 0 && whole == Data((0..<Self.size).map(Self.byte(at:))))
+            #expect(handler.ranges.count == before, "a read after the unmark still raised events")
+        }
     }
 }
