@@ -38,7 +38,9 @@ extension PlanRunner {
     public func recoverRemote(host: String) async throws(ProviderError) {
         for operation in try provider.pendingOperations() {
             guard let entry = JournalEntry(operation), let token = entry.scratch else { continue }
-            try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host)
+            for copy in try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host) {
+                logger.warning("conflict: \(entry.path) was changed by another client while this machine's \(operation.kind) of it was cut short; that version is kept as \(copy)")
+            }
             if operation.attempts == 0 {
                 if let temporary = entry.temporary { removeTemporary(temporary) }
                 logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")

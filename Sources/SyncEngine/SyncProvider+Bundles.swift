@@ -95,8 +95,11 @@ extension SyncProvider {
         } catch {
             // Best effort: when the server cannot be reached now, the journal entry keeps
             // the token and the next pass does it (`cleanUpScratch`).
-            try? await cleanUpScratch(beside: path, token: scratchToken, base: base, host: nil)
-            throw error
+            guard let kept = try? await cleanUpScratch(beside: path, token: scratchToken, base: base, host: nil),
+                  !kept.isEmpty else { throw error }
+            let names = kept.map(\.description).joined(separator: ", ")
+            throw ProviderError(error.code, error.message + "; the version another client wrote meanwhile is kept as \(names)",
+                                underlying: error.underlying)
         }
     }
 
@@ -245,9 +248,13 @@ extension SyncProvider {
     /// create): a version set aside goes back in place when nothing took its place; when our
     /// new version took it, the one set aside is deleted only if it is `base` (the version
     /// the write replaced) — a version another client wrote meanwhile is kept beside it
-    /// under a conflict-copy name for `host` instead. A half-built new version is removed.
-    public func cleanUpScratch(beside target: RemotePath, token: String, base: ETag?, host: String?) async throws(ProviderError) {
+    /// under a conflict-copy name for `host` instead, added to the conflict list, and
+    /// returned (the caller says so in its log). A half-built new version is removed.
+    @discardableResult
+    public func cleanUpScratch(beside target: RemotePath, token: String, base: ETag?,
+                               host: String?) async throws(ProviderError) -> [RemotePath] {
         let scratch = try BundleScratch(beside: target, token: token)
+        var kept: [RemotePath] = []
         if try await exists(scratch.aside) {
             if try await !exists(target) {
                 try await putBack(scratch.aside, to: target)
@@ -256,11 +263,26 @@ extension SyncProvider {
             } else {
                 let taken = Set(try await store.children(of: target.parent).map(\.path.name))
                 let name = ConflictName.make(for: target.name, date: clock.now(), host: host ?? "recovered", taken: taken)
-                _ = try await store.move(scratch.aside, to: try target.parent.appending(name), version: nil)
+                let copy = try target.parent.appending(name)
+                let aside = try await bundleListing(at: scratch.aside)
+                _ = try await store.move(scratch.aside, to: copy, version: nil)
+                try recordKeptVersion(of: target, at: copy, base: base, aside: aside)
+                kept.append(copy)
             }
         }
         try await removeIfPresent(scratch.building)
-        try await cleanUpMovedScratch(beside: target, scratch: scratch, token: token, base: base, host: host)
+        return try await kept + cleanUpMovedScratch(beside: target, scratch: scratch, token: token, base: base, host: host)
+    }
+
+    /// Lists the version set aside and kept as `copy` in the conflict list, so `tidesync
+    /// conflicts` and `status` show it: it is another client's version, never this
+    /// machine's, so its "local" stat is the kept version's size and modification time.
+    private func recordKeptVersion(of target: RemotePath, at copy: RemotePath, base: ETag?,
+                                   aside: (entry: RemoteEntry, members: [RemoteEntry])) throws(ProviderError) {
+        let size = aside.members.reduce(Int64(0)) { $0 + $1.size }
+        let modified = aside.entry.modificationDate.map { Int64($0.timeIntervalSince1970 * 1e9) } ?? 0
+        try recordConflict(ConflictRecord(original: target, copy: copy, kind: .bundle, detectedAt: clock.now(), baseVersion: base,
+                                          remoteVersion: nil, local: LocalStat(inode: 0, size: size, modificationTimeNanoseconds: modified)))
     }
 
     /// Another client may have moved the target's folder (or one above it) while the write
@@ -270,13 +292,15 @@ extension SyncProvider {
     /// and each is cleaned up where it is now, as beside a target in that folder. Rare
     /// (a failed bundle write whose folder moved), so the walk of the tree is affordable.
     func cleanUpMovedScratch(beside target: RemotePath, scratch: BundleScratch, token: String, base: ETag?,
-                             host: String?) async throws(ProviderError) {
-        guard !target.parent.isRoot, try await !exists(target.parent) else { return }
+                             host: String?) async throws(ProviderError) -> [RemotePath] {
+        guard !target.parent.isRoot, try await !exists(target.parent) else { return [] }
         let names: Set<String> = [scratch.building.name, scratch.aside.name]
         let found = try await store.descendants(of: .root).filter { names.contains($0.path.name) }.map(\.path.parent)
+        var kept: [RemotePath] = []
         for folder in Set(found) where folder != target.parent {
-            try await cleanUpScratch(beside: try folder.appending(target.name), token: token, base: base, host: host)
+            kept += try await cleanUpScratch(beside: try folder.appending(target.name), token: token, base: base, host: host)
         }
+        return kept
     }
 
     /// Records a bundle both sides agree on, with its manifest.

@@ -59,7 +59,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     }
 
     /// Starts `tidesync run --once` in the background.
-    func start() throws -> Process {
+    func start() throws -> ChildProcess {
         try Binary.start(["run", "--once"], environment: environment)
     }
 
@@ -72,7 +72,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
         return Binary.Result(status: process.terminationStatus, output: "", errors: String(decoding: errors, as: UTF8.self))
     }
 
-    func kill9(_ process: Process) async {
+    func kill9(_ process: ChildProcess) async {
         kill(process.processIdentifier, SIGKILL)
         await waitForExit(process)
     }
@@ -98,14 +98,7 @@ final class CrashRecoveryTests: @unchecked Sendable {
     static func checksum(_ path: String) -> String {
         var st = stat()
         guard lstat(path, &st) == 0, st.st_size <= 1 << 20, let data = FileManager.default.contents(atPath: path) else {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/md5sum")
-            process.arguments = [path]
-            let out = Pipe()
-            process.standardOutput = out
-            guard (try? process.run()) != nil else { return "?" }
-            let text = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
+            guard let (_, text, _) = try? ChildProcess.collect("/usr/bin/md5sum", [path]) else { return "?" }
             return String(decoding: text, as: UTF8.self).split(separator: " ").first.map(String.init) ?? "?"
         }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -15,7 +15,7 @@ final class DaemonFixture {
     let socket: String
     var remoteDisk = ""
     var environment: [String: String]
-    var daemon: Process?
+    var daemon: ChildProcess?
     var daemonLog: String { home + "/daemon.log" }
 
     /// The repository, found from this file's path.
@@ -77,7 +77,7 @@ final class DaemonFixture {
 
     /// Starts `tidesync run` with its stderr in `daemonLog`.
     @discardableResult
-    func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = []) throws -> Process {
+    func startDaemon(extraEnvironment: [String: String] = [:], arguments: [String] = []) throws -> ChildProcess {
         // The log is kept when it exists: a test may have named its inode in JOURNAL_STREAM.
         let process = try Binary.start(["run"] + arguments, environment: environment.merging(extraEnvironment) { _, new in new },
                                        log: daemonLog, keepingLog: true)

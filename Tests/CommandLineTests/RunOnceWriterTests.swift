@@ -30,16 +30,13 @@ final class RunOnceWriterTests: @unchecked Sendable {
 
     /// A shell that opens `path` for appending on descriptor 3 and keeps it until the file
     /// `release` exists (then exits), or until it is killed.
-    func holdOpen(_ path: String, until release: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec 3>>\"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05 3>&-; done", "sh", path, release]
-        try process.run()
-        return process
+    func holdOpen(_ path: String, until release: String) throws -> ChildProcess {
+        try ChildProcess("/bin/sh", ["-c", "exec 3>>\"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05 3>&-; done", "sh", path, release],
+                         stdout: .inherited, stderr: .inherited)
     }
 
     /// Starts `tidesync run --once`; its messages go to `log`.
-    func startRunOnce(log: String) throws -> Process {
+    func startRunOnce(log: String) throws -> ChildProcess {
         try Binary.start(["run", "--once"], environment: ["HOME": home, "XDG_CONFIG_HOME": home + "/.config",
                                                           "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"], log: log)
     }
@@ -53,7 +50,7 @@ final class RunOnceWriterTests: @unchecked Sendable {
     }
 
     /// Waits until `process` holds a descriptor to `path` (the shell has opened it).
-    func waitUntilHeld(_ path: String, by process: Process) async throws {
+    func waitUntilHeld(_ path: String, by process: ChildProcess) async throws {
         let fds = "/proc/\(process.processIdentifier)/fd"
         let held = try await waitUntil(timeout: .seconds(30), every: .milliseconds(10)) {
             ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).contains {

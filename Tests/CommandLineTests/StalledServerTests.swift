@@ -98,7 +98,7 @@ final class StalledServerTests {
 final class TricklingServer {
     static let python = "/usr/bin/python3"
     static let body = String(repeating: "0123456789abcdef", count: 4096)
-    let process = Process()
+    let process: ChildProcess
     let directory: String
     let port: Int
 
@@ -111,11 +111,7 @@ final class TricklingServer {
         self.directory = directory
         try Data("fast".utf8).write(to: URL(fileURLWithPath: directory + "/trickle.mode"))
         try Data(Self.script.utf8).write(to: URL(fileURLWithPath: directory + "/trickle.py"))
-        process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [directory + "/trickle.py", directory, "\(Self.body.utf8.count)"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(Self.python, [directory + "/trickle.py", directory, "\(Self.body.utf8.count)"])
         let portFile = directory + "/trickle.port"
         var found: Int?
         let end = ContinuousClock.now + .seconds(30)

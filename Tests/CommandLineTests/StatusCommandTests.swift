@@ -293,4 +293,27 @@ struct SpawnedChildTests {
         #expect(descriptors.contains("fds.txt"), "the listing is not of the child: \(descriptors)")
         #expect(!descriptors.contains("held.txt"), "the child inherited the test's open file: \(descriptors)")
     }
+
+    /// Foundation's `Process` passed such a descriptor on: a daemon one test started kept a
+    /// file another test was writing open for its whole life, and the scenario test's
+    /// bundle was held back pass after pass.
+    @Test("children started by Binary.start, Binary.run and runTool inherit no file the test process has open for writing")
+    func childProcessInheritsNothing() async throws {
+        let folder = temporaryPath("tidesync-spawn-")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(FileManager.default.createFile(atPath: folder + "/held.txt", contents: nil))
+        let held = try #require(FileHandle(forWritingAtPath: folder + "/held.txt"))
+        defer { try? held.close() }
+        let list = "ls -l /proc/$$/fd/"
+        let started = try Binary.start(["-c", list], environment: [:], executable: "/bin/sh", output: folder + "/started.txt")
+        await waitForExit(started)
+        let ran = try await Binary.run("/bin/sh", ["-c", list], environment: nil)
+        #expect(runTool("/bin/sh", ["-c", list + " > '\(folder)/tool.txt'"]) == 0)
+        for (how, listing) in [("Binary.start", readFile(folder + "/started.txt") ?? ""), ("Binary.run", ran.output),
+                               ("runTool", readFile(folder + "/tool.txt") ?? "")] {
+            #expect(listing.contains("->"), "\(how): no listing: \(listing)")
+            #expect(!listing.contains("held.txt"), "\(how): the child inherited the test's open file: \(listing)")
+        }
+    }
 }

@@ -169,7 +169,7 @@ final class TwoClientPeer: @unchecked Sendable {
     let name: String
     let home: String
     var local: String { home + "/Cloud" }
-    var process: Process?
+    var process: ChildProcess?
 
     init(name: String, home: String) {
         self.name = name

@@ -216,7 +216,7 @@ struct Unprivileged {
     }
 
     /// `tidesync run` in the background as the ordinary user, its stderr in the fixture's log.
-    func startDaemon() throws -> Process {
+    func startDaemon() throws -> ChildProcess {
         let process = try getuid() == 0
             ? Binary.start(["--reuid=\(Self.uid)", "--regid=\(Self.uid)", "--clear-groups", binary, "run"],
                            environment: fixture.environment, executable: "/usr/bin/setpriv", log: fixture.daemonLog)

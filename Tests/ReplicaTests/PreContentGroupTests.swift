@@ -1,5 +1,6 @@
 import Foundation
 @testable import SystemCalls
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -110,17 +111,8 @@ import Glibc
 
     /// Runs `tool` with `arguments`; its exit status, standard output and error.
     static func run(_ tool: String, _ arguments: [String]) throws -> (Int32, Data, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, data, message)
+        let (status, data, errors) = try ChildProcess.collect(tool, arguments)
+        return (status, data, String(decoding: errors, as: UTF8.self))
     }
 
     static func folder() throws -> String {

@@ -190,11 +190,17 @@ struct BundleFailureTests {
             _ = try await world.store.move(p("Race.app"), to: scratch.aside, version: nil)
             try world.makeServerFolder("Race.app/Contents")
             try world.writeOnServer("Race.app/Contents/member-0.txt", "ours")
-            try await world.provider.cleanUpScratch(beside: p("Race.app"), token: token, base: record.remoteETag, host: "testhost")
+            let kept = try await world.provider.cleanUpScratch(beside: p("Race.app"), token: token, base: record.remoteETag,
+                                                               host: "testhost")
             let names = try FileManager.default.contentsOfDirectory(atPath: world.remoteDisk).filter { $0.hasPrefix("Race") }
             #expect(names.count == 2, "\(names)")
             let copy = try #require(names.first { $0 != "Race.app" })
             #expect(readFile(world.onServer("\(copy)/Contents/member-0.txt")) == "theirs")
+            // Never silent: the caller is told (and logs it), and `tidesync conflicts` lists it.
+            #expect(kept == [p(copy)])
+            let listed = try world.database.conflicts()
+            #expect(listed.map(\.copy) == [p(copy)] && listed.first?.original == p("Race.app") && listed.first?.kind == .bundle,
+                    "\(listed)")
             #expect(Self.scratchNames(world).isEmpty)
         }
     }

@@ -31,22 +31,12 @@ public enum Binary {
                                                       "XDG_STATE_HOME": home + "/.state", "PATH": "/usr/bin:/bin"])
     }
 
-    /// Runs `executable` to its end and collects what it printed. The pipes are read and the
-    /// exit waited for on a thread of its own (see `onOwnThread`).
+    /// Runs `executable` to its end and collects what it printed (stdin /dev/null). The
+    /// pipes are read and the exit waited for on a thread of its own (see `onOwnThread`).
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String]?) async throws -> Result {
         try await onOwnThread {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            if let environment { process.environment = environment }
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            let errors = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Result(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+            let (status, output, errors) = try ChildProcess.collect(executable, arguments, environment: environment)
+            return Result(status: status, output: String(decoding: output, as: UTF8.self),
                           errors: String(decoding: errors, as: UTF8.self))
         }
     }
@@ -56,27 +46,9 @@ public enum Binary {
     /// standard error to the file `log` (each /dev/null when nil). A log is made empty
     /// first, unless `keepingLog` and it exists (a test may have named its inode somewhere).
     public static func start(_ arguments: [String], environment: [String: String], executable: String? = nil,
-                             log: String? = nil, keepingLog: Bool = false, output: String? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? path!)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = try handle(writingTo: output, keeping: false)
-        process.standardError = try handle(writingTo: log, keeping: keepingLog)
-        try process.run()
-        return process
-    }
-
-    /// A handle writing to `file` from its start (made empty unless `keeping` and it
-    /// exists), or /dev/null.
-    private static func handle(writingTo file: String?, keeping: Bool) throws -> FileHandle {
-        guard let file else { return FileHandle.nullDevice }
-        if !keeping || !FileManager.default.fileExists(atPath: file) {
-            _ = FileManager.default.createFile(atPath: file, contents: nil)
-        }
-        guard let handle = FileHandle(forWritingAtPath: file) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file])
-        }
-        return handle
+                             log: String? = nil, keepingLog: Bool = false, output: String? = nil) throws -> ChildProcess {
+        try ChildProcess(executable ?? path!, arguments, environment: environment,
+                         stdout: output.map { .file($0, keeping: false) } ?? .null,
+                         stderr: log.map { .file($0, keeping: keepingLog) } ?? .null)
     }
 }

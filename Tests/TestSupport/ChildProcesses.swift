@@ -27,22 +27,17 @@ public func onOwnThread<T>(_ work: @escaping () throws -> T) async throws -> T {
 
 /// Runs a system tool (`mount`, `chown`, `rm`) to its end on the calling thread; its exit
 /// status, or -1 when it could not be started. With `silenced`, its output and errors go to
-/// /dev/null; otherwise it shares the test process's.
+/// /dev/null; otherwise it shares the test process's. Like every child a test starts, it
+/// inherits no other descriptor (see `ChildProcess`).
 @discardableResult
 public func runTool(_ executable: String, _ arguments: [String], silenced: Bool = false) -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if silenced {
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-    }
-    do { try process.run() } catch { return -1 }
-    process.waitUntilExit()
-    return process.terminationStatus
+    guard let child = try? ChildProcess(executable, arguments, stdout: silenced ? .null : .inherited,
+                                        stderr: silenced ? .null : .inherited) else { return -1 }
+    child.waitUntilExit()
+    return child.terminationStatus
 }
 
-/// Why `spawnClosingDescriptors` could not start its child.
+/// Why a child could not be started.
 public struct SpawnFailure: Error, CustomStringConvertible {
     /// What went wrong, for the test's log.
     public let description: String
@@ -50,10 +45,7 @@ public struct SpawnFailure: Error, CustomStringConvertible {
 
 /// Runs `arguments` (the first looked up in PATH) to its end with nothing inherited but
 /// stdin and stdout on /dev/null and stderr appended to `stderr`; its wait status. Every
-/// descriptor above 2 is closed in the child, whether or not it was opened with O_CLOEXEC
-/// (Foundation's `Data.write` and `FileHandle` open without it): a long-lived child such as
-/// a daemonized Apache would otherwise keep a test's file open for writing. `Process`
-/// cannot do this, and its child watcher's descriptor is itself inherited.
+/// descriptor above 2 is closed in the child (see `ChildProcess`).
 public func spawnClosingDescriptors(_ arguments: [String], environment: [String: String], stderr: String) throws -> Int32 {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -61,14 +53,7 @@ public func spawnClosingDescriptors(_ arguments: [String], environment: [String:
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    // glibc ≥ 2.34 has it, but its header hides it from Swift's Glibc module.
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    guard let symbol = dlsym(nil /* RTLD_DEFAULT */, "posix_spawn_file_actions_addclosefrom_np") else {
-        throw SpawnFailure(description: "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later is needed)")
-    }
-    guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 else {
-        throw SpawnFailure(description: "posix_spawn_file_actions_addclosefrom_np failed")
-    }
+    try ChildProcess.closeFrom(3, in: &actions)
     let argv = arguments.map { strdup($0) } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { (argv + envp).forEach { free($0) } }
@@ -82,7 +67,7 @@ public func spawnClosingDescriptors(_ arguments: [String], environment: [String:
 
 /// Waits for `process` to end without blocking a thread: tests share a few threads (one
 /// per core), and a test blocked in waitpid stalls every other test's tasks.
-public func waitForExit(_ process: Process) async {
+public func waitForExit(_ process: ChildProcess) async {
     let box = UncheckedBox(process)
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         Thread { box.value.waitUntilExit(); done.resume() }.start()

@@ -27,7 +27,7 @@ public func eventually(_ what: String, timeout: Duration = .seconds(60), every i
 /// Waits (at most `timeout`) until `condition` holds while `process` runs; true if it did.
 /// Polls every 20 ms on a thread of its own, so a short-lived moment (a file half written
 /// by a child) is caught even when the test threads are busy.
-public func waitOnOwnThread(for process: Process, timeout: Duration,
+public func waitOnOwnThread(for process: ChildProcess, timeout: Duration,
                             until condition: @escaping @Sendable () -> Bool) async -> Bool {
     let box = UncheckedBox(process)
     return await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
