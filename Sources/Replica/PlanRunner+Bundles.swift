@@ -182,7 +182,7 @@ extension PlanRunner {
         for step in ifDifferent {
             // The conflict copy's bundle upload uses this step's journaled token.
             try await perform(step, operation: nil, temporary: step.needsTemporary ? folder.temporaryURL(beside: step.path) : nil,
-                              scratch: step.writesRemoteBundle(folder.bundles) ? scratch : nil, context: context)
+                              scratch: step.setsAsideRemotely(folder.bundles, recorded: context.recorded) ? scratch : nil, context: context)
         }
         try provider.complete(operation.map { [$0] } ?? [])
     }

@@ -75,7 +75,7 @@ public final class PlanRunner: Sendable {
     public func run(_ plan: [SyncAction], context: Context) async throws(ProviderError) -> RunReport {
         guard !plan.isEmpty else { return RunReport() }
         let temporaries: [URL?] = plan.map { temporaryURL(for: $0, remote: context.remote) }
-        let scratches: [String?] = plan.map { $0.writesRemoteBundle(folder.bundles) ? UUID().uuidString : nil }
+        let scratches: [String?] = plan.map { $0.setsAsideRemotely(folder.bundles, recorded: context.recorded) ? UUID().uuidString : nil }
         let operations = try journal(plan, temporaries: temporaries, scratches: scratches)
         var schedule = PlanSchedule(plan)
         var report = RunReport()

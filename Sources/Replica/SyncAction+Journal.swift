@@ -40,11 +40,13 @@ extension SyncAction {
         }
     }
 
-    /// True for steps that may build or set aside a bundle on the server (and so need a
-    /// scratch token in their journal entry).
-    func writesRemoteBundle(_ rule: BundleRule) -> Bool {
+    /// True for steps that may build or set aside a bundle or a folder on the server (and
+    /// so need a scratch token in their journal entry): `recorded` tells a folder's delete.
+    func setsAsideRemotely(_ rule: BundleRule, recorded: [RemotePath: ItemRecord]) -> Bool {
         switch self {
-        case .upload(let path, _, _, _), .deleteRemote(let path, _, _), .compareContents(let path, _, _, _, _):
+        case .deleteRemote(let path, _, _):
+            rule.isBundle(name: path.name) || recorded[path]?.kind == .folder
+        case .upload(let path, _, _, _), .compareContents(let path, _, _, _, _):
             rule.isBundle(name: path.name)
         case .conflictCopy(let conflict):
             conflict.kind == .bundle

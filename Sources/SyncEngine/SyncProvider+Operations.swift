@@ -67,6 +67,7 @@ extension SyncProvider {
     /// server holds below it is something recorded, unchanged (folder ETags do not follow
     /// their contents on Apache, so its own version proves nothing); otherwise, and when the
     /// item itself changed, the delete is rejected (`deletionRejected`) and nothing happens.
+    /// `scratchToken` names where a folder or bundle is set aside (see `deleteFolder`).
     public func deleteRemote(_ path: RemotePath, version: ETag?, item: ItemIdentifier, scratchToken: String? = nil,
                              operation: Int64?) async throws(ProviderError) {
         guard let record = try state.item(item) else {
@@ -80,8 +81,9 @@ extension SyncProvider {
             try commit([], completing: operation, foldersChanged: false)
             return
         }
-        if record.kind == .folder { try await requireSubtreeUnchanged(at: path, of: record) }
-        if record.kind == .bundle {
+        if record.kind == .folder {
+            try await deleteFolder(path, of: record, scratchToken: scratchToken ?? UUID().uuidString)
+        } else if record.kind == .bundle {
             try await deleteBundle(path, version: version, scratchToken: scratchToken ?? UUID().uuidString)
         } else {
             try await deleteIfPresent(path, version: version)
@@ -110,12 +112,48 @@ extension SyncProvider {
         }
     }
 
+    /// Deletes the folder `record` at `path` when the server holds nothing below it that is
+    /// not recorded, unchanged. A check and then a DELETE would lose a file another client
+    /// uploads between the two (seen: the two-client test lost a version so), and WebDAV has
+    /// no "delete only if empty". So the folder is first set aside in one MOVE under a name
+    /// no client writes to, checked there, and deleted only then; a write that comes later
+    /// finds no folder and fails (its client makes the folder again). When the check fails,
+    /// the folder goes back (or, its place taken meanwhile, stays as a conflict copy: see
+    /// `cleanUpScratch`) and the delete is rejected.
+    func deleteFolder(_ path: RemotePath, of record: ItemRecord, scratchToken: String) async throws(ProviderError) {
+        try await requireSubtreeUnchanged(at: path, of: record)  // the common refusal, without a MOVE
+        let scratch = try BundleScratch(beside: path, token: scratchToken)
+        do {
+            _ = try await store.move(path, to: scratch.aside, version: nil)
+        } catch where error.code == .noSuchItem {
+            return  // gone already: a replay, or deleted there too
+        }
+        do {
+            try await requireSubtreeUnchanged(at: path, listedAt: scratch.aside, of: record)
+        } catch {
+            let kept = try await cleanUpScratch(beside: path, token: scratchToken, base: nil, host: nil)
+            let note = kept.isEmpty ? "" : "; the folder made again there meanwhile is kept, the old one as \(kept.map(\.description).joined(separator: ", "))"
+            throw ProviderError(error.code, error.message + note, underlying: error.underlying)
+        }
+        try await store.delete(scratch.aside, version: nil)
+    }
+
     /// Throws `deletionRejected` unless every remote entry below `path` is recorded below
     /// `folder` at the same place, of the same kind and (files, symlinks) the same version.
-    func requireSubtreeUnchanged(at path: RemotePath, of folder: ItemRecord) async throws(ProviderError) {
+    /// With `listing`, the server's entries are listed there (the folder set aside) and
+    /// compared as if they were below `path`.
+    func requireSubtreeUnchanged(at path: RemotePath, listedAt listing: RemotePath? = nil,
+                                 of folder: ItemRecord) async throws(ProviderError) {
         let entries: [RemoteEntry]
         do {
-            entries = BundleManifest.collapse(try await store.descendants(of: path), rule: bundles).entries
+            var listed = try await store.descendants(of: listing ?? path)
+            if let listing {
+                for index in listed.indices {
+                    let below = listed[index].path.components.dropFirst(listing.components.count)
+                    listed[index].path = try RemotePath(path.components + below)
+                }
+            }
+            entries = BundleManifest.collapse(listed, rule: bundles).entries
         } catch where error.code == .noSuchItem { return }
         var recorded: [RemotePath: ItemRecord] = [:]
         var pending: [(ItemIdentifier, RemotePath)] = [(folder.id, path)]

@@ -24,36 +24,17 @@ struct RemoteMoveJournalTests {
     }
 
     /// A store that forwards everything, and `fault`s at the first MOVE.
-    final class FaultyMoveStore: RemoteStore {
-        let inner: any RemoteStore
+    final class FaultyMoveStore: ForwardingStore, @unchecked Sendable {
         let fault: Fault
         /// Set once the fault happened.
         let faulted = Mutex(false)
 
         init(_ inner: any RemoteStore, fault: Fault) {
-            self.inner = inner
             self.fault = fault
+            super.init(inner)
         }
 
-        func entry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry { try await inner.entry(at: path) }
-        func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] { try await inner.children(of: path) }
-        func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] { try await inner.descendants(of: path) }
-        func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing { try await inner.listing(below: path) }
-        func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
-                      progress: TransferProgress?) async throws(ProviderError) -> ETag? {
-            try await inner.download(path, range: range, version: version, to: destination, progress: progress)
-        }
-        func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
-                    progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
-            try await inner.upload(from: source, to: path, condition: condition, progress: progress)
-        }
-        func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry { try await inner.makeFolder(at: path) }
-        func makeSymlink(at path: RemotePath, target: String, condition: WriteCondition) async throws(ProviderError) -> RemoteEntry {
-            try await inner.makeSymlink(at: path, target: target, condition: condition)
-        }
-        func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) { try await inner.delete(path, version: version) }
-
-        func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
             switch fault {
             case .refuseMove:
                 faulted.withLock { $0 = true }
