@@ -43,7 +43,7 @@ extension PlanRunner {
             }
             if operation.attempts == 0 {
                 if let temporary = entry.temporary { removeTemporary(temporary) }
-                logger.info("cleaned up after an interrupted \(operation.kind) of the bundle \(entry.path)")
+                logger.info("cleaned up on the server after an interrupted \(operation.kind) of \(entry.path)")
                 try provider.complete([operation.id])
             }
         }
