@@ -10,7 +10,7 @@ set -euo pipefail
 
 # systemd (systemd-analyze verify of the unit), groff-base (man page check), util-linux (setpriv)
 # are for the service tests; rclone serves the second WebDAV server of the contract tests.
-packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone)
+packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone python3)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
 

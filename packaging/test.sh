@@ -123,7 +123,12 @@ say "running swift test --skip-build --disable-xctest $* (at most $test_timeout 
 # runner, the daemons it started) can be stopped at once.
 # Line-buffered (stdbuf), so the log holds every "started" line the moment it is
 # printed: on timeout it names the tests that never finished.
-setsid stdbuf -oL -eL swift test --skip-build --disable-xctest "$@" >"$log" 2>&1 </dev/null &
+# The counts come from Swift Testing's xUnit report: under load its console output
+# has been seen to lose lines (the "started" and "skipped" lines of dozens of tests in
+# one run), which the counting below would read as passes.
+xunit="${log%.log}.xml"
+rm -f -- "$xunit"
+setsid stdbuf -oL -eL swift test --skip-build --disable-xctest --xunit-output "$xunit" "$@" >"$log" 2>&1 </dev/null &
 test_pid=$!
 tail -n +1 -f --pid="$test_pid" "$log" &
 tail_pid=$!
@@ -259,6 +264,23 @@ if [[ "$summary" == none ]]; then
     exit 1
 fi
 read -r total failed skipped outcome <<<"$summary"
+# Tests, failures and skips as the xUnit report lists them, one <testcase> a test.
+if [[ -s "$xunit" ]] && counted=$(python3 - "$xunit" <<'PY'
+import sys, xml.etree.ElementTree as tree
+cases = list(tree.parse(sys.argv[1]).getroot().iter("testcase"))
+failed = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
+skipped = sum(1 for c in cases if c.find("skipped") is not None)
+print(len(cases), failed, skipped)
+PY
+); then
+    read -r x_total x_failed x_skipped <<<"$counted"
+    if ((x_total != total || x_failed != failed || x_skipped != skipped)); then
+        say "the console output counted $total tests, $failed failed, $skipped skipped; the xUnit report $x_total, $x_failed, $x_skipped: taking the report"
+    fi
+    total=$x_total failed=$x_failed skipped=$x_skipped
+else
+    say "no readable xUnit report ($xunit): counted from the console output"
+fi
 if [[ "$outcome" == failed ]] && ((failed == 0)); then
     failed=1 # issues recorded outside any test we could attribute
 fi
