@@ -38,15 +38,21 @@ extension SyncProvider {
     /// when the recorded one is `before` (the daemon's write, its mtime restored); a stat the
     /// user changed meanwhile stays recorded as it was, so the edit is still seen. Nothing is
     /// written when the item is gone or a newer version was recorded since (its ranges are
-    /// stale). A whole file keeps no ranges.
+    /// stale). A whole file keeps no ranges. Within one version what is recorded only grows:
+    /// fills of one file end in any order, and a report that lags behind another (a smaller
+    /// range set, or partial after whole) adds to it instead of taking its place.
     public func recordHydration(of id: ItemIdentifier, present: RangeSet, version: ETag?, holding materialization: Materialization,
                                 before: LocalStat, after: LocalStat) throws(ProviderError) {
         guard var record = try state.item(id), record.kind == .file else { return }
         guard Self.same(record.remoteETag, version) else { return }
-        record.materialization = materialization
+        var ranges = present
+        let known = try state.hydratedRanges(of: id)
+        if Self.same(known.version, version) { known.ranges.ranges.forEach { ranges.insert($0) } }
+        let whole = record.materialization == .materialized || materialization == .materialized
+            || ranges.contains(ByteRange(offset: 0, length: record.size))
+        record.materialization = whole ? .materialized : ranges.byteCount == 0 ? .dataless : .partial
         if record.local == before { record.local = after }
-        try state.apply([.upsert(record),
-                         .setHydratedRanges(id, materialization == .materialized ? RangeSet() : present, version: version)])
+        try state.apply([.upsert(record), .setHydratedRanges(id, whole ? RangeSet() : ranges, version: version)])
     }
 
     /// Every file recorded as dataless or partial, with its path and the ranges of its

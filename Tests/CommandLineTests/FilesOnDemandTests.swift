@@ -197,6 +197,24 @@ final class FilesOnDemandTests {
         #expect(back.status == 0, "\(back.message)")
         #expect(Self.difference(back.data, Self.content(2)[1_638_400..<1_642_496]) == nil)
 
+        // A restart marks the recorded placeholder again: a missing range is filled, not zeros.
+        #expect(await fixture.stopDaemon() == 0)
+        try fixture.startDaemon()
+        #expect(try await fixture.waitUntilIdle(seconds: 60), "never idle after a restart; log:\n\(fixture.log.suffix(3000))")
+        let again = try await read(skip: 500, count: 1)
+        #expect(again.status == 0, "\(again.message)")
+        #expect(Self.difference(again.data, Self.content(2)[2_048_000..<2_052_096]) == nil, "a restarted daemon left it unmarked")
+
+        // Switched to mode = "off": every placeholder is downloaded whole.
+        #expect(await fixture.stopDaemon() == 0)
+        let config = fixture.home + "/.config/tidesync/config.toml"
+        try fixture.write(config: try #require(readFile(config)).replacingOccurrences(of: "mode = \"auto\"", with: "mode = \"off\""))
+        try fixture.startDaemon()
+        try await eventually("the placeholder downloaded whole", timeout: .seconds(60)) { try await materialization() == "materialized" }
+        #expect(!holdsNoData())
+        #expect(Self.difference(try Data(contentsOf: URL(fileURLWithPath: file)), Self.content(2)) == nil)
+        let off = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
+        #expect(off["filesOnDemand"] == nil, "status of a domain with mode off: \(off["filesOnDemand"] ?? "")")
         #expect(await fixture.stopDaemon() == 0)
     }
 }

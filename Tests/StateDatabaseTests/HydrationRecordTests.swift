@@ -41,6 +41,26 @@ import Testing
         }
     }
 
+    /// Two fills of one file end together and report in the other order: the later report
+    /// of the earlier fill (a smaller set, still partial) must not undo the whole file.
+    @Test func aReportThatLagsBehindAddsToWhatIsRecordedAndNeverUndoesIt() throws {
+        try withStateDatabase { database in
+            let provider = SyncProvider(store: InMemoryRemoteStore(), state: database)
+            let item = try Self.placeholder(provider)
+            try provider.recordHydration(of: item.id, present: RangeSet([Self.mib(4, 1)]), version: ETag(value: "v1"),
+                                         holding: .partial, before: Self.made, after: Self.made)
+            try provider.recordHydration(of: item.id, present: RangeSet([Self.mib(0, 1)]), version: ETag(value: "v1"),
+                                         holding: .partial, before: Self.made, after: Self.made)
+            #expect(try database.hydratedRanges(of: item.id).ranges == RangeSet([Self.mib(0, 1), Self.mib(4, 1)]))
+            try provider.recordHydration(of: item.id, present: RangeSet([Self.mib(0, 10)]), version: ETag(value: "v1"),
+                                         holding: .materialized, before: Self.made, after: Self.made)
+            try provider.recordHydration(of: item.id, present: RangeSet([Self.mib(0, 9)]), version: ETag(value: "v1"),
+                                         holding: .partial, before: Self.made, after: Self.made)
+            #expect(try database.item(item.id)?.materialization == .materialized, "a lagging report undid the whole file")
+            #expect(try database.hydratedRanges(of: item.id).ranges == RangeSet())
+        }
+    }
+
     @Test func aStatTheUserChangedStaysRecordedAsItWasSoTheEditIsSeen() throws {
         try withStateDatabase { database in
             let provider = SyncProvider(store: InMemoryRemoteStore(), state: database)
