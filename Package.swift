@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["TestSupport", "SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TestSupport", "TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["TestSupport", "StateDatabase", "SyncEngine", "SyncModel"]),
-        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport", "Control", "SystemCalls"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport", "Control", "StateDatabase", "SystemCalls"]),
         .testTarget(name: "ControlTests", dependencies: [
             "TestSupport",
             "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",

@@ -1,4 +1,5 @@
 import Foundation
+@testable import StateDatabase
 import SystemCalls
 import Testing
 import TestSupport
@@ -16,7 +17,6 @@ import Glibc
 enum FilesOnDemandProbe {
     static let unavailable: String? = {
         guard getuid() == 0 else { return "needs root (CAP_SYS_ADMIN) for fanotify pre-content events" }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { return "needs /usr/bin/sqlite3 to read the state DB" }
         do throws(PreContentGroup.Failure) {
             let group = try PreContentGroup()
             let path = "/tmp/tidesync-fod-probe-\(UUID().uuidString)"
@@ -96,11 +96,11 @@ final class FilesOnDemandTests {
         return (result.status, (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data(), result.errors)
     }
 
-    /// One value of the state DB, through the sqlite3 shell (read-only).
+    /// The values `sql` selects from the daemon's state DB (a read-only connection of its
+    /// own), rows on lines and columns joined by `|`.
     func query(_ sql: String) async throws -> String {
-        let result = try await Binary.run("/usr/bin/sqlite3", ["-readonly", fixture.home + "/.state/tidesync/st.sqlite", sql],
-                                          environment: nil)
-        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try StateDatabase.query(sql, onFileAt: fixture.home + "/.state/tidesync/st.sqlite")
+            .map { $0.map { $0 ?? "" }.joined(separator: "|") }.joined(separator: "\n")
     }
 
     func materialization() async throws -> String {
