@@ -128,6 +128,25 @@ import Glibc
         #expect(again.data == Data("hi\n".utf8) && fixture.remote.fetched.isEmpty)
     }
 
+    /// `printf TAIL >> placeholder`: the file grows, but below its old end it is still the
+    /// remote's version, with holes. They are filled when read (taking the file for the
+    /// program's own, as for a truncation, would leave zeros there for readers and uploads).
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func anAppendedPlaceholderStillReadsTheRemoteBytesBelowItsOldEnd() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("grown.bin")
+        let absolute = fixture.folder.absolute(path)
+        let appended = try await fixture.read("/bin/sh", ["-c", "printf TAIL >> '\(absolute)'"])
+        #expect(appended.status == 0, "\(appended.message)")
+        let whole = try await fixture.read("/bin/cat", [absolute])
+        #expect(whole.status == 0, "\(whole.message)")
+        // A Bool: #expect on two large Data values diffs them on failure, for minutes.
+        let right = whole.data == Self.bytes(0..<Int(Self.size)) + Data("TAIL".utf8)
+        #expect(right, "cat read \(whole.data.count) bytes, not the remote's followed by TAIL")
+        #expect(fixture.records.all.last?.state == .materialized)
+    }
+
     /// A program writes into a placeholder, then another range is read: the fill keeps the
     /// mtime the program's write left, so the scan still sees the edit (restoring the
     /// placeholder's original mtime would hide it and the edit would never be uploaded).

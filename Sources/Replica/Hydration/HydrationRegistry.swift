@@ -27,7 +27,8 @@ public struct KnownPlaceholder: Sendable {
     public var path: String
     /// The version its bytes belong to (nil: the server named none).
     public var version: ETag?
-    /// Its size in bytes: events are clamped to it.
+    /// Its size in bytes when it was made: events are clamped to it (bytes a program appended
+    /// are its own).
     public var size: Int64
     /// The bytes already on disk.
     public var present: RangeSet

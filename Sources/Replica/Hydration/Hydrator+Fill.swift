@@ -74,9 +74,11 @@ extension Hydrator {
         }
         // Truncated since it was made (an open with O_TRUNC raises no event, the write after it
         // does): the file is the user's now. Writing the old version's bytes would splice them
-        // into it, so nothing is written; the scan sees the edit.
+        // into it, so nothing is written; the scan sees the edit. A file that grew (an append)
+        // still holds the old version below its old end, with holes that must be filled, never
+        // read or uploaded as zeros: ranges are clamped to the old size.
         let before = Self.localStat(of: file)
-        guard before.size == placeholder.size else {
+        guard before.size >= placeholder.size else {
             registry.finish(range, of: identity, present: false)
             disown(file, identity: identity, path: placeholder.path)
             return
