@@ -15,6 +15,13 @@ import Glibc
 /// version down dataless.
 /// Why files on demand cannot be tested here; nil when it can.
 enum FilesOnDemandProbe {
+    /// /dev/shm when it is a tmpfs (a file system without pre-content events).
+    static let tmpfs: String? = {
+        let mounts = readFile("/proc/self/mounts") ?? ""
+        return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().prefix(2) == ["/dev/shm", "tmpfs"] }
+            ? "/dev/shm" : nil
+    }()
+
     static let unavailable: String? = {
         guard getuid() == 0 else { return "needs root (CAP_SYS_ADMIN) for fanotify pre-content events" }
         do throws(PreContentGroup.Failure) {
@@ -215,6 +222,48 @@ final class FilesOnDemandTests {
         #expect(Self.difference(try Data(contentsOf: URL(fileURLWithPath: file)), Self.content(2)) == nil)
         let off = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
         #expect(off["filesOnDemand"] == nil, "status of a domain with mode off: \(off["filesOnDemand"] ?? "")")
+        #expect(await fixture.stopDaemon() == 0)
+    }
+}
+
+/// Placeholders are never made where nothing can fill them: a folder on tmpfs takes no
+/// pre-content mark, so with `mode = "auto"` every file comes down whole and `status` says
+/// why.
+@Suite("files on demand where the file system has no pre-content events",
+       .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"),
+       .enabled(if: FilesOnDemandProbe.unavailable == nil, "\(FilesOnDemandProbe.unavailable ?? "")"),
+       .enabled(if: FilesOnDemandProbe.tmpfs != nil, "needs a tmpfs at /dev/shm"))
+final class FilesOnDemandUnsupportedTests {
+    @Test("a folder on tmpfs gets whole files, and status says files on demand is off and why")
+    func tmpfsFolderDownloadsWhole() async throws {
+        let fixture = try DaemonFixture()
+        let local = try #require(FilesOnDemandProbe.tmpfs) + "/tidesync-fod-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: local) }
+        try fixture.configure()  // makes the local-directory store
+        try fixture.write(config: """
+            socket = "\(fixture.socket)"
+            [[domain]]
+            name = "st"
+            local = "\(local)"
+            remote = "file://\(fixture.remoteDisk)"
+            poll_interval = "1h"
+
+            [domain.placeholders]
+            mode = "auto"
+            min_size = "1MiB"
+
+            """)
+        let content = FilesOnDemandTests.content(3)
+        try content.write(to: URL(fileURLWithPath: fixture.remoteDisk + "/big.bin"))
+        try fixture.startDaemon()
+        #expect(try await fixture.waitUntilIdle(seconds: 60), "never idle; log:\n\(fixture.log.suffix(3000))")
+        let sentence = DaemonFixture.firstDomain(try await fixture.statusJSON().json)["filesOnDemand"] as? String ?? ""
+        #expect(sentence.hasPrefix("files on demand: off") && sentence.contains("does not offer fanotify pre-content events"),
+                "status said: \(sentence)")
+        #expect(fixture.log.contains("files on demand: off"), "the log does not say why")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: local + "/big.bin"))
+        #expect(FilesOnDemandTests.difference(whole, content) == nil, "the file did not come down whole")
         #expect(await fixture.stopDaemon() == 0)
     }
 }
