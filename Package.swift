@@ -53,7 +53,7 @@ let package = Package(
         ]),
         .target(name: "Control", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "Daemon", dependencies: [
-            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control",
+            "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control", "SystemCalls",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["TestSupport", "SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TestSupport", "TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["TestSupport", "StateDatabase", "SyncEngine", "SyncModel"]),
-        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport", "Control"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["TestSupport", "Control", "StateDatabase", "SystemCalls"]),
         .testTarget(name: "ControlTests", dependencies: [
             "TestSupport",
             "Control", "Daemon", "Replica", "StateDatabase", "SyncEngine", "SyncModel", "TidesyncConfig",
@@ -88,7 +88,7 @@ let package = Package(
         ]),
         .testTarget(name: "SyncScenarioTests", dependencies: [
             "TestSupport",
-            "SyncEngine", "SyncModel", "Replica", "StateDatabase", "WebDAV", "LocalStore",
+            "SyncEngine", "SyncModel", "Replica", "StateDatabase", "WebDAV", "LocalStore", "SystemCalls",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RemoteStoreContractTests", dependencies: [

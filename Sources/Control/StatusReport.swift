@@ -90,6 +90,9 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     public var heldDeletions: HeldDeletions?
     /// Set after a pass found the domain pointed at another remote and merged both trees.
     public var remoteChanged: String?
+    /// Whether files on demand runs for a domain that asked for it, and why not when it
+    /// does not; left out for a domain with `mode = "off"`.
+    public var filesOnDemand: String?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],

@@ -34,6 +34,7 @@ public enum StatusScreen {
         if let paused = domain.paused, paused.by != "massDelete" { lines.append("  " + paused.reason) }
         if let held = domain.heldDeletions { lines.append("  " + held.summary) }
         if let changed = domain.remoteChanged { lines.append("  " + changed) }
+        if let onDemand = domain.filesOnDemand { lines.append("  " + onDemand) }
         if let folders = domain.unreadableFolders, !folders.isEmpty {
             lines.append("  NOT SYNCED, cannot be read (left as they were on both sides; tried again each pass):")
             for folder in folders.prefix(10) {

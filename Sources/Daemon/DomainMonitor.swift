@@ -55,6 +55,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
         /// The last merge after the domain was pointed at another remote, until a pass
         /// after it finds both sides in agreement.
         public var remoteChange: RemoteChange?
+        /// Files on demand for a domain that asked for it: on, or why not; nil for mode off.
+        public var filesOnDemand: String?
     }
 
     /// The domain's name.
@@ -104,6 +106,12 @@ public final class DomainMonitor: PlanObserver, Sendable {
             record.snapshot.lastCompleteSync = record.snapshot.lastCompleteSync ?? last
             record.lastPersisted = last
         }
+    }
+
+    /// Shows whether files on demand runs (nil: the domain did not ask for it).
+    func setFilesOnDemand(_ sentence: String?) {
+        state.withLock { $0.snapshot.filesOnDemand = sentence }
+        onChange()
     }
 
     // MARK: The run loop's calls

@@ -16,6 +16,8 @@ public final class DomainService: Sendable {
     let exclude: ExcludeList
     /// What the domain is doing, for status, pause and sync-now.
     public let monitor: DomainMonitor
+    /// How remote files come down: whole, or as placeholders hydrated when read.
+    let onDemand: FilesOnDemand
 
     /// How one `--once` run ended.
     public enum Outcome: Sendable, Equatable {
@@ -29,8 +31,10 @@ public final class DomainService: Sendable {
 
     /// Opens `domain`: takes its lock, opens (and migrates) its state DB, checks its folder,
     /// opens its remote. Throws a `ProviderError` whose message says what to fix.
+    /// `staysRunning` false (`run --once`): no placeholders are made (nothing would hydrate them).
     public init(_ domain: DomainConfiguration, configuration: TidesyncConfiguration, stop: StopFlag,
-                allowMassDelete: Bool = false, monitor: DomainMonitor? = nil, logger: Logger) throws(ProviderError) {
+                allowMassDelete: Bool = false, monitor: DomainMonitor? = nil, staysRunning: Bool = true,
+                logger: Logger) throws(ProviderError) {
         var logger = logger
         logger[metadataKey: "domain"] = "\(domain.name)"
         let databasePath = configuration.stateDatabasePath(for: domain)
@@ -47,8 +51,12 @@ public final class DomainService: Sendable {
         let folder = LocalFolder(root: domain.localPath, bundles: bundles)
         let monitor = monitor ?? DomainMonitor(name: domain.name)
         monitor.attach(state)
+        let onDemand = FilesOnDemand(domain.placeholders, folder: folder, provider: provider, staysRunning: staysRunning,
+                                     logger: logger)
+        monitor.setFilesOnDemand(onDemand.sentence)
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
-                                observer: monitor, placeholders: Self.placeholders(domain.placeholders, folder: folder, logger: logger))
+                                observer: monitor, placeholders: onDemand.port)
+        self.onDemand = onDemand
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete),
@@ -60,18 +68,11 @@ public final class DomainService: Sendable {
         self.monitor = monitor
     }
 
-    /// The placeholder port `settings` ask for. Files on demand is not built yet: every mode
-    /// downloads whole files, and a domain that asked for placeholders is told so.
-    static func placeholders(_ settings: PlaceholderSettings, folder: LocalFolder, logger: Logger) -> any PlaceholderPort {
-        if settings.mode != .off {
-            logger.notice("placeholders mode \"\(settings.mode.rawValue)\" is not available yet: files are downloaded whole")
-        }
-        return PlaceholdersOff(folder: folder)
-    }
-
     /// Syncs until stopped: the watcher's settled changes, the remote every
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
+        await onDemand.start(provider: pass.runner.provider, logger: logger)
+        defer { onDemand.stop() }
         let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
                                                                  rescanInterval: domain.rescanInterval),
                             root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))
@@ -85,6 +86,8 @@ public final class DomainService: Sendable {
     /// writing are waited for a few seconds (an app may be just closing them); still held,
     /// they are named with the processes holding them.
     public func runOnce(maxPasses: Int = 6) async -> Outcome {
+        await onDemand.start(provider: pass.runner.provider, logger: logger)
+        defer { onDemand.stop() }
         var last = ""
         var lastFailure: String?
         var heldWaits = 0

@@ -76,6 +76,7 @@ extension DomainStatus {
                           release: "tidesync allow-deletions \(domain.name)")
         }
         status.remoteChanged = live.remoteChange?.message(domain: domain.name)
+        status.filesOnDemand = live.filesOnDemand
         (status.state, status.paused, status.error) = state(of: live)
         if live.watcher.watchLimitReached, status.error == nil {
             status.error = ErrorInfo(code: "watchLimitReached",

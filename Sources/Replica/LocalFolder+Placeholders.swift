@@ -126,6 +126,23 @@ extension LocalFolder {
         return lseek(fd, 0, seekData) < 0 && errno == ENXIO
     }
 
+    /// True when the file at `path` is tagged as a placeholder that is not whole and still
+    /// has a hole before its end: bytes never fetched, which read as zeros where no hydrator
+    /// fills them. A file a program rewrote whole has no hole, whatever its tag says.
+    /// Raises no pre-content event.
+    public func holdsUnfetchedBytes(_ path: RemotePath) -> Bool {
+        let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let state = ExtendedAttributes.get(PlaceholderAttribute.state, of: fd)
+        guard state == Materialization.dataless.rawValue || state == Materialization.partial.rawValue else { return false }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size > 0 else { return false }
+        let seekHole: Int32 = 4  // SEEK_HOLE, which Swift's Glibc module does not export
+        let hole = lseek(fd, 0, seekHole)
+        return hole >= 0 && hole < info.st_size
+    }
+
     /// The value of the placeholder xattr `name` on the file at `path`, or nil.
     public func placeholderAttribute(_ name: String, of path: RemotePath) -> String? {
         let fd = open(absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

@@ -33,11 +33,16 @@ public struct RemoteBytes: Sendable {
     /// Downloads at least the given range of the version into the given new file; returns
     /// the range it holds (the request widened to the domain's alignment).
     public let range: @Sendable (ByteRange, URL) async throws(ProviderError) -> ByteRange
+    /// The item the bytes belong to, as it will be recorded; nil when the runner cannot say
+    /// (a port then brings the file down whole).
+    public let item: ItemIdentifier?
 
     public init(whole: @escaping @Sendable (URL) async throws(ProviderError) -> ETag?,
-                range: @escaping @Sendable (ByteRange, URL) async throws(ProviderError) -> ByteRange) {
+                range: @escaping @Sendable (ByteRange, URL) async throws(ProviderError) -> ByteRange,
+                item: ItemIdentifier? = nil) {
         self.whole = whole
         self.range = range
+        self.item = item
     }
 }
 

@@ -23,9 +23,16 @@ public struct PlaceholdersOff: PlaceholderPort {
         try state(of: path)
     }
 
-    /// Every file is whole: returns it as it is.
+    /// Every file this port placed is whole: returns it as it is. A placeholder left from
+    /// files on demand that still lacks bytes is refused: nothing here can fill it, and its
+    /// holes would be read as zeros.
     public func materialize(_ path: RemotePath, bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
         let file = try existingFile(path)
+        guard !folder.holdsUnfetchedBytes(path) else {
+            throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) is a placeholder whose bytes were never all "
+                                + "downloaded, and files on demand is not running for this domain; it is not read until it is "
+                                + "downloaded again")
+        }
         return PlacedFile(stat: file.stat, state: .materialized, version: nil)
     }
 

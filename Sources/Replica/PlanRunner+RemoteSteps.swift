@@ -18,6 +18,7 @@ extension PlanRunner {
     func upload(_ path: RemotePath, condition: WriteCondition, source: LocalStat, item: ItemIdentifier?, operation: Int64?,
                 progress: TransferProgress?) async throws(ProviderError) {
         _ = try present(path, kind: .file, stat: source)
+        try await materializeForReading(path)
         try await waitPastTimestamp(of: path, source)
         let contents = URL(fileURLWithPath: folder.absolute(path))
         let options = WriteOptions(journalEntry: operation)

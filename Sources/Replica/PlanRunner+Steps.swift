@@ -89,12 +89,20 @@ extension PlanRunner {
                           progress: TransferProgress?) async throws(ProviderError) {
         if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: version)
+        // Known before the file is placed: a placeholder is filled by its item's identifier.
+        let id = try provider.identifierForDownload(at: path, item: item, fresh: ItemIdentifier(UUID().uuidString))
         let placed = try await placeholders.bringDown(entry, at: path, replacing: replacing, temporary: temporary,
-                                                      bytes: remoteBytes(path, version: version, item: item, progress: progress))
+                                                      bytes: remoteBytes(path, version: version, item: id, progress: progress))
         entry.etag = placed.version ?? entry.etag
         if placed.state == .materialized { entry.size = placed.stat.size }
-        try provider.record(at: path, item: item, kind: .file, remote: entry, local: placed.stat,
+        try provider.record(at: path, item: id, kind: .file, remote: entry, local: placed.stat,
                             materialization: placed.state, operation: operation)
+    }
+
+    /// Makes the file at `path` whole before the daemon reads it (to upload or compare it):
+    /// the placeholder port fetches what a placeholder lacks, so no hole is read as zeros.
+    func materializeForReading(_ path: RemotePath) async throws(ProviderError) {
+        _ = try await placeholders.materialize(path, bytes: remoteBytes(path, version: nil, item: nil, progress: nil))
     }
 
     /// The engine's downloads of `version` of the file at `path`, for the placeholder port.
@@ -107,7 +115,7 @@ extension PlanRunner {
             guard let item else { throw ProviderError(.noSuchItem, "\(path) has no item yet; its bytes come down whole") }
             return try await provider.fetchPartialContents(for: item, version: ItemVersion(content: version), minimalRange: range,
                                                            alignment: 1, into: destination, progress: progress).range
-        })
+        }, item: item)
     }
 
     /// Returns false when something was kept (the row is forgotten all the same).
@@ -143,6 +151,7 @@ extension PlanRunner {
             try await provider.makeRemoteSymlink(at: conflict.copy, target: conflict.symlinkTarget ?? "",
                                                  condition: .mustNotExist, source: stat, item: nil, operation: operation)
         case .file:
+            try await materializeForReading(conflict.copy)
             try await waitPastTimestamp(of: conflict.copy, stat)
             try await provider.upload(URL(fileURLWithPath: folder.absolute(conflict.copy)), to: conflict.copy,
                                       condition: .mustNotExist, source: stat, item: nil, operation: operation,
@@ -154,6 +163,7 @@ extension PlanRunner {
     private func compare(_ path: RemotePath, local: LocalStat, remote: ETag?, item: ItemIdentifier?,
                          ifDifferent: [SyncAction], operation: Int64?, temporary: URL,
                          context: Context, progress: TransferProgress?) async throws(ProviderError) {
+        try await materializeForReading(path)
         try await waitPastTimestamp(of: path, local)
         let equal: Bool
         var etag: ETag?

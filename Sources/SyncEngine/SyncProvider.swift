@@ -110,6 +110,11 @@ public final class SyncProvider: Sendable {
                                 pinState: existing?.pinState ?? .inherited)
         let moved = existing.map { $0.parentID != parent || !$0.name.utf8.elementsEqual(path.name.utf8) } ?? false
         var changes: [StateChange] = [.upsert(record)]
+        // A file placed whole or dataless holds no ranges of any version (a new version's
+        // placeholder must not inherit the old one's).
+        if kind == .file, record.materialization != .partial {
+            changes.append(.setHydratedRanges(id, RangeSet(), version: record.remoteETag))
+        }
         if let bundleMembers { changes.append(.setBundleMembers(id, bundleMembers)) }
         try commit(changes, completing: operation, foldersChanged: moved && kind == .folder)
         return record

@@ -57,6 +57,21 @@ public struct RangeSet: Hashable, Sendable, Codable {
         ranges = kept.sorted { $0.offset < $1.offset }
     }
 
+    /// Takes the bytes of `range` out of the set, splitting a range it falls inside.
+    public mutating func remove(_ range: ByteRange) {
+        guard !range.isEmpty else { return }
+        var kept: [ByteRange] = []
+        for r in ranges {
+            if r.end <= range.offset || r.offset >= range.end {
+                kept.append(r)
+                continue
+            }
+            if r.offset < range.offset { kept.append(ByteRange(offset: r.offset, length: range.offset - r.offset)) }
+            if r.end > range.end { kept.append(ByteRange(offset: range.end, length: r.end - range.end)) }
+        }
+        ranges = kept
+    }
+
     /// True when every byte of `range` is in the set.
     public func contains(_ range: ByteRange) -> Bool {
         if range.isEmpty { return true }

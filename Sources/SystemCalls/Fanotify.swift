@@ -60,6 +60,12 @@ public final class PreContentGroup: @unchecked Sendable {
     public struct Failure: Error, Sendable, CustomStringConvertible {
         public let errno: Int32
         public let description: String
+
+        /// A failure with `errno` and a sentence saying what it means.
+        public init(errno: Int32, description: String) {
+            self.errno = errno
+            self.description = description
+        }
     }
 
     private typealias InitFunction = @convention(c) (UInt32, UInt32) -> Int32

@@ -150,15 +150,10 @@ extension ConfigValidator {
         let mode = domain.placeholders.mode
         if mode != .off {
             note(
-                "\(scope.label): placeholders are not yet in effect (mode = \"\(mode.rawValue)\" is accepted and "
-                    + "validated; files are downloaded in full)",
+                "\(scope.label): placeholders need the daemon to run as root on Linux 6.14 or later (files are downloaded "
+                    + "in full otherwise); hydrate_on_open is not yet in effect, so a copy made by a program that skips "
+                    + "holes (cp, tar --sparse, rsync --sparse) of a placeholder's unread parts holds zeros",
                 at: sourceMap.value(placeholdersPath + ["mode"])
-            )
-        } else if table["placeholders"]?.table?.contains(key: "keep_local") == true {
-            note(
-                "\(scope.label): placeholders.keep_local is not yet in effect (accepted and validated; files are "
-                    + "downloaded in full)",
-                at: sourceMap.key(placeholdersPath + ["keep_local"])
             )
         }
     }

@@ -76,7 +76,7 @@ struct Run: AsyncParsableCommand {
         for domain in configuration.domains {
             do {
                 services.append(try DomainService(domain, configuration: configuration, stop: stop,
-                                                  allowMassDelete: allowMassDelete, logger: logger))
+                                                  allowMassDelete: allowMassDelete, staysRunning: false, logger: logger))
             } catch {
                 logger.error("\(error.message)", metadata: error.underlying.map { ["cause": "\($0)"] } ?? [:])
                 failed = true

@@ -85,8 +85,7 @@ import Glibc
             let remote = remote, absolute = folder.absolute(path)
             let stat = try folder.makePlaceholder(specification, at: path, replacing: replacing) { fd throws(ProviderError) in
                 try hydrator.watch(fd, as: KnownPlaceholder(
-                    item: specification.item, path: absolute, version: specification.version, size: specification.size,
-                    modificationTimeNanoseconds: 1_600_000_000_250_000_000) { range throws(ProviderError) in try await remote.fetch(range) })
+                    item: specification.item, path: absolute, version: specification.version, size: specification.size) { range throws(ProviderError) in try await remote.fetch(range) })
             }
             return (path, stat)
         }
@@ -127,6 +126,46 @@ import Glibc
         #expect(fixture.hydrator.placeholder(FileIdentity(device: UInt64(info.st_dev), inode: made.inode)) == nil)
         let again = try await fixture.read("/bin/cat", [absolute])
         #expect(again.data == Data("hi\n".utf8) && fixture.remote.fetched.isEmpty)
+    }
+
+    /// `printf TAIL >> placeholder`: the file grows, but below its old end it is still the
+    /// remote's version, with holes. They are filled when read (taking the file for the
+    /// program's own, as for a truncation, would leave zeros there for readers and uploads).
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func anAppendedPlaceholderStillReadsTheRemoteBytesBelowItsOldEnd() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("grown.bin")
+        let absolute = fixture.folder.absolute(path)
+        let appended = try await fixture.read("/bin/sh", ["-c", "printf TAIL >> '\(absolute)'"])
+        #expect(appended.status == 0, "\(appended.message)")
+        let whole = try await fixture.read("/bin/cat", [absolute])
+        #expect(whole.status == 0, "\(whole.message)")
+        // A Bool: #expect on two large Data values diffs them on failure, for minutes.
+        let right = whole.data == Self.bytes(0..<Int(Self.size)) + Data("TAIL".utf8)
+        #expect(right, "cat read \(whole.data.count) bytes, not the remote's followed by TAIL")
+        #expect(fixture.records.all.last?.state == .materialized)
+    }
+
+    /// A program writes into a placeholder, then another range is read: the fill keeps the
+    /// mtime the program's write left, so the scan still sees the edit (restoring the
+    /// placeholder's original mtime would hide it and the edit would never be uploaded).
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aFillAfterAProgramsWriteKeepsTheMtimeThatWriteLeft() async throws {
+        let fixture = try Fixture()
+        defer { fixture.finish() }
+        let (path, made) = try fixture.makePlaceholder("edited.bin")
+        let absolute = fixture.folder.absolute(path)
+        let written = try await fixture.read("/bin/sh", ["-c", "printf EDIT | dd of='\(absolute)' conv=notrunc status=none"])
+        #expect(written.status == 0, "\(written.message)")
+        let edited = try #require(fixture.folder.entry(at: path)?.stat)
+        #expect(edited.modificationTimeNanoseconds != made.modificationTimeNanoseconds, "the write did not move the mtime")
+        let page = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=4096", "skip=100", "count=1", "status=none"])
+        #expect(page.status == 0 && page.data == Self.bytes(409_600..<413_696))
+        #expect(fixture.folder.entry(at: path)?.stat == edited, "the fill hid the program's edit by restoring the old mtime")
+        let head = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=8", "count=1", "status=none"])
+        #expect(head.data == Data("EDIT".utf8) + Self.bytes(4..<8))
+        #expect(fixture.records.all.last?.before == edited)
     }
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))

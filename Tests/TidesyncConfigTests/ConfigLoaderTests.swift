@@ -113,7 +113,9 @@ struct ConfigLoaderTests {
         #expect(outcome.standardError.isEmpty)
         #expect(outcome.standardOutput == [
             "\(file): OK, 1 domain",
-            "\(file):9:8: note: domain \"home\": placeholders are not yet in effect (mode = \"auto\" is accepted and validated; files are downloaded in full)",
+            "\(file):9:8: note: domain \"home\": placeholders need the daemon to run as root on Linux 6.14 or later (files are "
+                + "downloaded in full otherwise); hydrate_on_open is not yet in effect, so a copy made by a program that skips "
+                + "holes (cp, tar --sparse, rsync --sparse) of a placeholder's unread parts holds zeros",
         ])
     }
 

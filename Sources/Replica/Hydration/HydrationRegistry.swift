@@ -27,23 +27,21 @@ public struct KnownPlaceholder: Sendable {
     public var path: String
     /// The version its bytes belong to (nil: the server named none).
     public var version: ETag?
-    /// Its size in bytes: events are clamped to it.
+    /// Its size in bytes when it was made: events are clamped to it (bytes a program appended
+    /// are its own).
     public var size: Int64
-    /// The mtime to restore after each write, in nanoseconds since 1970.
-    public var modificationTimeNanoseconds: Int64
     /// The bytes already on disk.
     public var present: RangeSet
     /// Fetches at least the given range of `version`: exactly its bytes, in order.
     public var fetch: @Sendable (ByteRange) async throws(ProviderError) -> Data
 
     /// A placeholder holding `present` (nothing, by default).
-    public init(item: ItemIdentifier, path: String, version: ETag?, size: Int64, modificationTimeNanoseconds: Int64,
+    public init(item: ItemIdentifier, path: String, version: ETag?, size: Int64,
                 present: RangeSet = RangeSet(), fetch: @escaping @Sendable (ByteRange) async throws(ProviderError) -> Data) {
         self.item = item
         self.path = path
         self.version = version
         self.size = size
-        self.modificationTimeNanoseconds = modificationTimeNanoseconds
         self.present = present
         self.fetch = fetch
     }

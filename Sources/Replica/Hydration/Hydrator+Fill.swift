@@ -33,6 +33,32 @@ extension Hydrator {
         }
     }
 
+    /// Makes sure `range` (widened to the alignment) of the placeholder open as `file` is
+    /// on disk, sharing the fetches in flight: the daemon's own access before it reads a
+    /// placeholder (an upload, a comparison), which the event loop lets through unfilled.
+    /// Returns what the file holds then; a file that is not a registered placeholder is
+    /// whole as far as the hydrator knows.
+    public func hydrate(_ range: ByteRange, of file: Int32) async throws(ProviderError) -> Materialization {
+        var info = stat()
+        guard fstat(file, &info) == 0 else { throw LocalFolder.error(errno, "cannot look at a placeholder to hydrate") }
+        let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        guard let placeholder = registry.placeholder(identity) else { return .materialized }
+        let wanted = range.aligned(to: alignment, fileSize: placeholder.size)
+        let tasks = registry.fetches(for: wanted, of: identity) { range in
+            let copy = dup(file)
+            return Task {
+                defer { close(copy) }
+                try await self.fill(range, of: identity, through: copy)
+            }
+        }
+        for task in tasks {
+            do { try await task.value } catch {
+                throw error as? ProviderError ?? ProviderError(.cannotSynchronize, "cannot hydrate \(placeholder.path): \(error)")
+            }
+        }
+        return registry.placeholder(identity)?.state ?? .materialized
+    }
+
     private func deny(_ event: PreContentGroup.Event, _ range: ByteRange, of identity: FileIdentity, because error: any Error) {
         let path = registry.placeholder(identity)?.path ?? "a placeholder"
         logger.warning("a read of \(path) \(range) by pid \(event.pid) gets an I/O error: \(error)")
@@ -48,8 +74,11 @@ extension Hydrator {
         }
         // Truncated since it was made (an open with O_TRUNC raises no event, the write after it
         // does): the file is the user's now. Writing the old version's bytes would splice them
-        // into it, so nothing is written; the scan sees the edit.
-        guard Self.localStat(of: file).size == placeholder.size else {
+        // into it, so nothing is written; the scan sees the edit. A file that grew (an append)
+        // still holds the old version below its old end, with holes that must be filled, never
+        // read or uploaded as zeros: ranges are clamped to the old size.
+        let before = Self.localStat(of: file)
+        guard before.size >= placeholder.size else {
             registry.finish(range, of: identity, present: false)
             disown(file, identity: identity, path: placeholder.path)
             return
@@ -61,7 +90,10 @@ extension Hydrator {
                 throw ProviderError(.cannotSynchronize, "the server sent \(data.count) bytes for \(placeholder.path) \(range)")
             }
             try write(data, at: range.offset, to: file, path: placeholder.path)
-            Self.restoreModificationTime(of: file, placeholder.modificationTimeNanoseconds)
+            // The mtime the file had before this write, not the one it was made with: a
+            // program's write in between moved it, and restoring the older one would hide
+            // that edit from the scan.
+            Self.restoreModificationTime(of: file, before.modificationTimeNanoseconds)
             guard fsync(file) == 0 else { throw LocalFolder.error(errno, "cannot write \(placeholder.path)") }
         } catch {
             registry.finish(range, of: identity, present: false)
@@ -69,13 +101,15 @@ extension Hydrator {
         }
         guard let now = registry.finish(range, of: identity, present: true) else { return }
         let state = settle(file, identity: identity, as: now)
-        recorded(HydrationRecord(item: now.item, range: range, stat: Self.localStat(of: file), state: state))
+        recorded(HydrationRecord(item: now.item, range: range, stat: Self.localStat(of: file), state: state,
+                                 before: before, present: now.present, version: now.version))
     }
 
     /// Stops hydrating a placeholder a program rewrote: its mark goes, and its events are
     /// allowed untouched from now on.
     private func disown(_ file: Int32, identity: FileIdentity, path: String) {
         logger.notice("\(path) was truncated by a program: it is a local file now, no longer filled from the server")
+        _ = ExtendedAttributes.set(LocalFolder.PlaceholderAttribute.state, Materialization.materialized.rawValue, on: file)
         do throws(PreContentGroup.Failure) { try group.unmark(file, for: .preAccess) } catch {
             logger.warning("\(path) keeps its mark: \(error.description)")
         }

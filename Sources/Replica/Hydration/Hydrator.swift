@@ -23,6 +23,24 @@ public struct HydrationRecord: Sendable, Equatable {
     public var stat: LocalStat
     /// What the file holds now; `materialized` once every byte is there (its mark removed).
     public var state: Materialization
+    /// The file's stat before the write: when it differs from the recorded one, a program
+    /// changed the file and its stat must stay recorded as it was.
+    public var before: LocalStat
+    /// Every range of the file on disk now, this one included.
+    public var present: RangeSet
+    /// The version the bytes belong to.
+    public var version: ETag?
+
+    public init(item: ItemIdentifier, range: ByteRange, stat: LocalStat, state: Materialization, before: LocalStat,
+                present: RangeSet, version: ETag?) {
+        self.item = item
+        self.range = range
+        self.stat = stat
+        self.state = state
+        self.before = before
+        self.present = present
+        self.version = version
+    }
 }
 
 /// Fills registered placeholders when programs read them, by the aligned ranges they read.

@@ -1,0 +1,101 @@
+// Which placeholder port a domain runs with. Placeholders are made only where something
+// hydrates them: a domain whose settings ask for files on demand gets the fanotify port
+// only when a pre-content group can be made (root, Linux 6.14+) and its folder's file
+// system takes a pre-content mark (ext4, xfs, btrfs; not tmpfs or NFS); otherwise every
+// file is downloaded whole, and the log and `status` say why.
+import Foundation
+import Glibc
+import Logging
+import Replica
+import SyncEngine
+import SystemCalls
+import TidesyncConfig
+
+/// The placeholder port of one domain, and what status says about it.
+struct FilesOnDemand: Sendable {
+    /// What the runner brings files down through.
+    let port: any PlaceholderPort
+    /// The fanotify port when files on demand runs.
+    let fanotify: FanotifyPlaceholders?
+    /// For `status`: on, or why not; nil when the domain did not ask for it.
+    let sentence: String?
+    /// The placeholders recorded earlier are downloaded whole at the start: nothing here
+    /// will ever fill them (mode off, or no pre-content events). A `run --once` leaves
+    /// them as they are.
+    let downloadsPlaceholders: Bool
+
+    /// The port `settings` ask for and this machine allows, for the domain in `folder`.
+    /// `staysRunning` false (`run --once`): no placeholder is made, since nothing would
+    /// fill it once the run exits.
+    init(_ settings: PlaceholderSettings, folder: LocalFolder, provider: SyncProvider, staysRunning: Bool, logger: Logger) {
+        let off = PlaceholdersOff(folder: folder)
+        guard settings.mode != .off, staysRunning else {
+            (port, fanotify, downloadsPlaceholders) = (off, nil, staysRunning)
+            sentence = settings.mode == .off ? nil
+                : "files on demand: off for run --once (nothing would fill a placeholder after it exits); new files come down whole"
+            return
+        }
+        let policy = PlaceholderPolicy(mode: PlaceholderPolicy.Mode(rawValue: settings.mode.rawValue) ?? .off,
+                                       minimumSize: settings.minimumSize.bytes, keepLocal: settings.keepLocal)
+        do throws(PreContentGroup.Failure) {
+            let fanotify = try FanotifyPlaceholders(folder: folder, policy: policy, provider: provider,
+                                                    alignment: settings.alignment.bytes, timeout: settings.hydrationTimeout,
+                                                    logger: logger)
+            try Self.probe(fanotify.hydrator.group, in: folder)
+            let scope = settings.mode == .all ? "every file" : "files of at least \(settings.minimumSize.bytes) bytes"
+            (port, self.fanotify, downloadsPlaceholders) = (fanotify, fanotify, false)
+            sentence = "files on demand: on (mode \(settings.mode.rawValue): \(scope) come down as placeholders, fetched when read)"
+            logger.notice("\(sentence!)")
+        } catch {
+            (port, fanotify, downloadsPlaceholders) = (off, nil, true)
+            sentence = "files on demand: off, every file is downloaded whole (mode \(settings.mode.rawValue) asked for "
+                + "placeholders, but \(error.description))"
+            logger.warning("\(sentence!)")
+        }
+    }
+
+    /// Marks a scratch file in the folder: the folder's file system must take pre-content
+    /// marks, or its placeholders would read as zeros.
+    private static func probe(_ group: PreContentGroup, in folder: LocalFolder) throws(PreContentGroup.Failure) {
+        let scratch = folder.root + "/" + LocalFolder.temporaryPrefix + UUID().uuidString
+        let fd = open(scratch, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw PreContentGroup.Failure(errno: errno, description: "a file cannot be created in \(folder.root) to check it")
+        }
+        defer {
+            close(fd)
+            unlink(scratch)
+        }
+        do throws(PreContentGroup.Failure) {
+            try group.mark(fd, for: .preAccess)
+            try group.unmark(fd, for: .preAccess)
+        } catch {
+            throw PreContentGroup.Failure(errno: error.errno, description: "the file system of \(folder.root) does not offer "
+                                          + "fanotify pre-content events (ext4, xfs and btrfs do): \(error.description)")
+        }
+    }
+
+    /// Before the first pass: with files on demand, starts hydrating and marks the
+    /// placeholders recorded (a restart leaves none marked); without, downloads them whole
+    /// (switched off: nothing would fill them).
+    func start(provider: SyncProvider, logger: Logger) async {
+        do throws(ProviderError) {
+            if let fanotify {
+                fanotify.start()
+                let marked = try fanotify.restoreRecorded()
+                if marked > 0 { logger.info("\(marked) placeholder(s) marked for hydration") }
+                return
+            }
+            guard downloadsPlaceholders else { return }
+            let recorded = try provider.recordedPlaceholders()
+            guard !recorded.isEmpty, let off = port as? PlaceholdersOff else { return }
+            logger.notice("files on demand is not running: downloading the \(recorded.count) placeholder(s) left from it")
+            _ = await off.downloadWhole(recorded, provider: provider, logger: logger)
+        } catch {
+            logger.error("cannot read the recorded placeholders: \(error.description)")
+        }
+    }
+
+    /// Stops the event loop (readers of placeholders wait until the daemon runs again).
+    func stop() { fanotify?.stop() }
+}
