@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncEngine
 import Testing
 import TestSupport
@@ -118,6 +119,35 @@ struct WriteGuardTests {
         defer { server.stop() }
         let store = try Self.store(server)
         #expect(try await store.writeGuard() == .conditionalHeaders)
+        await store.shutdown()
+    }
+
+    @Test("a server that refuses a stale If-Match only over an existing file (WsgiDAV) keeps conditional headers, and takes no lock")
+    func ifMatchOnExistingOnly() async throws {
+        let made = Mutex(Set<String>())
+        let server = try FakeDAVServer { request in
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            let exists = made.withLock { $0.contains(request.path) }
+            switch request.method {
+            case "PUT" where exists && (request.headers["if-match"] != nil || request.headers["if-none-match"] != nil):
+                return .init(status: 412)
+            case "PUT":
+                made.withLock { _ = $0.insert(request.path) }
+                return .init(status: exists ? 204 : 201)
+            case "DELETE":
+                made.withLock { _ = $0.remove(request.path) }
+                return .init(status: 204)
+            case "LOCK": return .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")])
+            case "UNLOCK": return .init(status: 404)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(!server.requests.contains { $0.method == "LOCK" || $0.method == "UNLOCK" })
+        #expect(made.withLock { $0.isEmpty }, "the probe's scratch file is removed")
         await store.shutdown()
     }
 
