@@ -62,7 +62,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        ], plugins: ["BuildCommit"]),
+        // `tidesync --version`'s git commit, recorded before each build (no git: "unknown commit").
+        .plugin(name: "BuildCommit", capability: .buildTool(), path: "packaging/plugins/BuildCommit"),
         // Hashing throughput through `LocalFolder`'s code path (packaging/bench/hash-bench.sh).
         .executableTarget(name: "HashBench", dependencies: ["Replica", "SyncEngine"], path: "packaging/bench/HashBench"),
         // What every test target shares: the seeded generator, the private servers' environment,

@@ -45,41 +45,6 @@ instance_pids() {
 # shellcheck source=packaging/lib/instance.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/instance.sh"
 
-# A TCP port on 127.0.0.1 that is free right now, from 20000-31999: below the
-# kernel's ephemeral range (32768-60999 by default), so no outgoing connection
-# takes it while a test has this Apache stopped and means to start it again on
-# the same port. A port taken meanwhile anyway is met by start's retry loop.
-free_port() {
-    local py port i
-    for py in python3 /usr/bin/python3; do
-        if command -v "$py" >/dev/null 2>&1 &&
-            port=$("$py" -c 'import random, socket
-for _ in range(200):
-    port = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    break' 2>/dev/null) && [[ "$port" =~ ^[0-9]+$ ]]; then
-            printf '%s\n' "$port"
-            return 0
-        fi
-    done
-    # No python3: try random ports until one refuses connections.
-    for ((i = 0; i < 100; i++)); do
-        port=$((20000 + RANDOM % 12000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            printf '%s\n' "$port"
-            return 0
-        fi
-    done
-    return 1
-}
-
 write_conf() {
     local dir=$1 port=$2 as_root=$3 m
     {

@@ -11,6 +11,10 @@ set -euo pipefail
 # systemd (systemd-analyze verify of the unit), groff-base (man page check), util-linux (setpriv)
 # are for the service tests; rclone serves the second WebDAV server of the contract tests.
 packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone python3)
+# The other WebDAV servers the contract tests run over (nginx, lighttpd, and python3-venv for
+# WsgiDAV from PyPI): installed when possible; when apt cannot, the tests skip that server
+# and packaging/test.sh says so in its closing line.
+optional=(nginx-light libnginx-mod-http-dav-ext lighttpd lighttpd-mod-webdav python3-venv)
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
 
@@ -65,6 +69,18 @@ if ((${#missing[@]} > 0)); then
         say "still not installed after apt-get: ${still[*]}"
         exit 1
     fi
+fi
+
+# Best effort, one package at a time: a missing optional server is not a failure.
+if [[ "$(id -u)" -eq 0 ]]; then
+    for pkg in "${optional[@]}"; do
+        status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+        [[ "$status" == "install ok installed" ]] && continue
+        say "installing $pkg (optional: a WebDAV server of the contract tests)"
+        if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >/dev/null; then
+            say "could not install $pkg: the tests that need it are skipped"
+        fi
+    done
 fi
 
 if ! command -v swift >/dev/null 2>&1 || ! swift --version >/dev/null 2>&1; then

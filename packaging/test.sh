@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tidesync's test command: installs what is missing, starts a private Apache
-# mod_dav and a private `rclone serve webdav` on 127.0.0.1, builds, runs the
-# Swift Testing suite against them, and ends with one line "N passed, N failed".
-# Without rclone installed the rclone store kind is left out (with a message).
+# mod_dav, `rclone serve webdav`, nginx, lighttpd and WsgiDAV on 127.0.0.1, builds,
+# runs the Swift Testing suite against them, and ends with one line "N passed,
+# N failed". A server other than Apache that cannot be installed or started (exit 3
+# of its script) is left out of the tests, with a message and a count in that line
+# ("N passed, N failed; 1 server skipped: nginx").
 #
 #   bash packaging/test.sh                 # everything
 #   bash packaging/test.sh --filter WebDAV # extra args go to `swift test`
@@ -33,7 +35,9 @@ if ! bash packaging/install-deps.sh; then
 fi
 
 dav_dir=""
-rclone_dir=""
+# "script:DIR" of each other server started, for cleanup.
+servers=()
+skipped_servers=()
 test_pid=""
 # shellcheck disable=SC2317 # called through the EXIT trap
 cleanup() {
@@ -46,10 +50,11 @@ cleanup() {
         bash "$repo/packaging/dav-server.sh" stop "$dav_dir" || say "could not stop the Apache in $dav_dir"
         rm -rf -- "$dav_dir"
     fi
-    if [[ -n "$rclone_dir" && -d "$rclone_dir" ]]; then
-        bash "$repo/packaging/rclone-dav.sh" stop "$rclone_dir" || say "could not stop the rclone in $rclone_dir"
-        rm -rf -- "$rclone_dir"
-    fi
+    local entry
+    for entry in "${servers[@]}"; do
+        bash "$repo/packaging/${entry%%:*}" stop "${entry#*:}" || say "could not stop the server in ${entry#*:}"
+        rm -rf -- "${entry#*:}"
+    done
     exit "$rc"
 }
 trap cleanup EXIT
@@ -67,18 +72,27 @@ export TIDESYNC_TEST_DAV_URL TIDESYNC_TEST_DAV_INF_URL TIDESYNC_TEST_DAV_USER \
     TIDESYNC_TEST_DAV_PASSWORD TIDESYNC_TEST_DAV_ROOT TIDESYNC_TEST_DAV_INF_ROOT \
     TIDESYNC_TEST_DAV_ACCESS_LOG TIDESYNC_TEST_DAV_OWNER
 
-rclone_dir=$(mktemp -d "${TMPDIR:-/tmp}/tidesync-rclone.XXXXXX") || fail_early "mktemp -d failed"
-rclone_rc=0
-bash packaging/rclone-dav.sh start "$rclone_dir" || rclone_rc=$?
-if ((rclone_rc == 3)); then
-    say "rclone is not installed: the contract tests skip the rclone store kind (install the package rclone to run them)"
-elif ((rclone_rc != 0)); then
-    fail_early "could not start the private rclone serve webdav (see above)"
-else
-    # shellcheck source=/dev/null
-    source "$rclone_dir/env"
-    export TIDESYNC_TEST_RCLONE_URL TIDESYNC_TEST_RCLONE_USER TIDESYNC_TEST_RCLONE_PASSWORD TIDESYNC_TEST_RCLONE_ROOT
-fi
+# Starts server NAME with packaging/SCRIPT and exports what its DIR/env says; a script's
+# exit 3 (not installed) leaves the server out, with a message, and counts it as skipped.
+start_server() {
+    local name=$1 script=$2 dir rc=0
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/tidesync-$name.XXXXXX") || fail_early "mktemp -d failed"
+    servers+=("$script:$dir")
+    bash "packaging/$script" start "$dir" || rc=$?
+    if ((rc == 3)); then
+        say "SKIPPED $name: it is not installed (see above); the tests over $name are left out"
+        skipped_servers+=("$name")
+    elif ((rc != 0)); then
+        fail_early "could not start the private $name (see above)"
+    else
+        # shellcheck source=/dev/null
+        source "$dir/env" # every line an export
+    fi
+}
+start_server rclone rclone-dav.sh
+start_server nginx nginx-dav.sh
+start_server lighttpd lighttpd-dav.sh
+start_server wsgidav wsgidav-dav.sh
 
 build_timeout=${TIDESYNC_BUILD_TIMEOUT:-2700}
 test_timeout=${TIDESYNC_TEST_TIMEOUT:-1500}
@@ -115,6 +129,16 @@ process_tree() {
     for child in $(pgrep -P "$1" 2>/dev/null); do
         for pid in $(process_tree "$child"); do echo "$pid"; done
     done
+}
+
+# The closing line: PASSED FAILED SKIPPED (tests), then the servers left out.
+closing_line() {
+    local line="$1 passed, $2 failed"
+    if (($3 > 0)); then line+=", $3 skipped"; fi
+    if ((${#skipped_servers[@]} > 0)); then
+        line+="; ${#skipped_servers[@]} server$( ((${#skipped_servers[@]} > 1)) && echo s) skipped: ${skipped_servers[*]}"
+    fi
+    echo "$line"
 }
 
 say "running swift test --skip-build --disable-xctest $* (at most $test_timeout s; log: $log)"
@@ -223,11 +247,7 @@ if ((timed_out)); then
         }
         END { printf "%d %d %d\n", p, f, s }')"
     failed=$((done_failed + (hung_count > 0 ? hung_count : 1)))
-    if ((done_skipped > 0)); then
-        echo "$done_passed passed, $failed failed, $done_skipped skipped"
-    else
-        echo "$done_passed passed, $failed failed"
-    fi
+    closing_line "$done_passed" "$failed" "$done_skipped"
     exit 124
 fi
 
@@ -293,9 +313,5 @@ fi
 if ((failed > 0 && test_rc == 0)); then
     test_rc=1
 fi
-if ((skipped > 0)); then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
+closing_line "$passed" "$failed" "$skipped"
 exit "$test_rc"

@@ -14,11 +14,26 @@ extension WebDAVStore {
         }
         let condition = version.map(WriteCondition.mustMatch)
         try await guarded("MOVE", source, condition: condition, destination: destination) { () throws(ProviderError) in
-            let request = connection.request("MOVE", path: paths.requestPath(source), headers:
-                [("Destination", absoluteURL(destination)), ("Overwrite", "F")] + (condition?.headers ?? []))
-            return try await connection.send(request).status
+            let status = try await sendMove(source, to: destination, condition: condition, isFolder: false)
+            guard try await needsFolderURL(source, after: status) else { return status }
+            return try await sendMove(source, to: destination, condition: condition, isFolder: true)
         }
         return try await entry(at: destination)
+    }
+
+    func sendMove(_ source: RemotePath, to destination: RemotePath, condition: WriteCondition?,
+                  isFolder: Bool) async throws(ProviderError) -> HTTPResponseStatus {
+        let request = connection.request("MOVE", path: paths.requestPath(source, isFolder: isFolder), headers:
+            [("Destination", absoluteURL(destination, isFolder: isFolder)), ("Overwrite", "F")] + (condition?.headers ?? []))
+        return try await connection.send(request).status
+    }
+
+    /// True when `status` refused a MOVE or DELETE of `path` sent without a trailing slash
+    /// and `path` is a folder: nginx answers 400 or 409 there, lighttpd redirects (301,
+    /// 308). Then the request is sent again with folder URLs. Apache and rclone take both.
+    func needsFolderURL(_ path: RemotePath, after status: HTTPResponseStatus) async throws(ProviderError) -> Bool {
+        guard [301, 308, 400, 409].contains(status.code) else { return false }
+        do { return try await entry(at: path).kind == .folder } catch where error.code == .noSuchItem { return false }
     }
 
     /// `COPY` with `Depth: infinity` and `Overwrite: F` (RFC 4918 §9.8): the server copies a
@@ -55,9 +70,11 @@ extension WebDAVStore {
             }
             return
         }
+        let headers = version.map { WriteCondition.mustMatch($0).headers } ?? []
         try await guarded("DELETE", path, condition: version.map(WriteCondition.mustMatch)) { () throws(ProviderError) in
-            try await connection.send(connection.request("DELETE", path: paths.requestPath(path),
-                                                         headers: version.map { WriteCondition.mustMatch($0).headers } ?? [])).status
+            let status = try await connection.send(connection.request("DELETE", path: paths.requestPath(path), headers: headers)).status
+            guard try await needsFolderURL(path, after: status) else { return status }
+            return try await connection.send(connection.request("DELETE", path: paths.requestPath(path, isFolder: true), headers: headers)).status
         }
     }
 

@@ -43,7 +43,7 @@ extension WebDAVStore {
     /// 206 that starts there, from 0 on a 200.
     func receivePart(_ response: HTTPClientResponse, of path: RemotePath, asked: Int64, version: ETag, to destination: URL,
                      meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
-        let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
+        let etag = servedVersion(response.headers, status: response.status.code)
         guard [200, 206].contains(response.status.code) else { throw response.status.providerError("GET", path) }
         var served = etag
         if served == nil { served = try await entry(at: path).etag }

@@ -23,7 +23,7 @@ extension WebDAVStore {
     /// version the bytes belong to.
     func receive(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                  meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
-        let etag = response.headers.first(name: "ETag").flatMap(ETag.init(header:))
+        let etag = servedVersion(response.headers, status: response.status.code)
         // Apache answers 403 ("file permissions deny server access") for a file another
         // client deleted between its check and its open: gone, not forbidden.
         if response.status.code == 403, try await !exists(path) {
@@ -81,10 +81,12 @@ extension WebDAVStore {
             return try await uploadViaTemporary(file, before, to: path, condition: condition, progress: progress)
         }
         var headerETag: ETag?
+        var created = false
         do {
             try await guarded("PUT", path, condition: condition) { () throws(ProviderError) in
                 let (status, etag) = try await putFile(file, before, at: path, headers: condition.headers, progress: progress)
                 headerETag = etag
+                created = status.code == 201
                 return status
             }
         } catch {
@@ -96,6 +98,9 @@ extension WebDAVStore {
                 throw ProviderError(.cannotSynchronize, "\(source.path) changed while it was uploaded; it will be sent again")
             }
             throw error
+        }
+        if created, case .mustMatch = condition {
+            try await undoUnguardedCreate(path, etag: headerETag)
         }
         do {
             var entry = try await uploadedEntry(at: path)
@@ -113,6 +118,21 @@ extension WebDAVStore {
         }
     }
 
+    /// A PUT with `If-Match` answered 201 Created: the file was not there, and the server
+    /// (WsgiDAV) checks `If-Match` only on files that exist. The file it made is deleted
+    /// again, guarded by its own version, and the write fails as it does elsewhere.
+    func undoUnguardedCreate(_ path: RemotePath, etag: ETag?) async throws(ProviderError) {
+        var known = etag
+        if known == nil { known = (try? await uploadedEntry(at: path))?.etag }
+        if let etag = known {
+            let request = connection.request("DELETE", path: paths.requestPath(path), headers: WriteCondition.mustMatch(etag).headers)
+            if let status = try? await connection.send(request).status, !(200..<300).contains(status.code) {
+                logger.warning("could not delete \(path), made by a guarded PUT on a server that ignored If-Match for a missing file (DELETE answered \(status.code))")
+            }
+        }
+        throw ProviderError(.noSuchItem, "\(path) no longer exists on the server", underlying: "HTTP 201 to a PUT with If-Match")
+    }
+
     /// PUTs the bytes of `file` (streamed, cut short if it changes meanwhile) to `path`;
     /// returns the status and the ETag the answer named, if any.
     func putFile(_ file: OpenFile, _ before: OpenFile.Status, at path: RemotePath, headers: [(String, String)],
@@ -125,7 +145,7 @@ extension WebDAVStore {
                                length: .known(before.size))
         return try await connection.stream(request, meter: meter) { response in
             do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
-            return (response.status, (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)))
+            return (response.status, self.servedVersion(response.headers, status: 0))
         }
     }
 
@@ -135,7 +155,7 @@ extension WebDAVStore {
     func uploadedEntry(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
         let response = try await connection.send(connection.request("HEAD", path: paths.requestPath(path)))
         guard response.status.code == 200,
-              let etag = (response.headers.first(name: "OC-ETag") ?? response.headers.first(name: "ETag")).flatMap(ETag.init(header:)),
+              let etag = servedVersion(response.headers, status: response.status.code),
               let size = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), size >= 0 else {
             return try await entry(at: path)
         }
@@ -212,7 +232,8 @@ extension WebDAVStore {
         request.body = .bytes(ByteBuffer(string: body))
         let response = try await connection.send(request)
         let statuses = String(decoding: response.body, as: UTF8.self).components(separatedBy: "HTTP/1.1 ").dropFirst()
-        guard response.status.code == 207 || response.status.code == 200, statuses.allSatisfy({ $0.hasPrefix("200") }) else {
+        // lighttpd answers a PROPPATCH whose every property was set with 204 and no body.
+        guard [200, 204, 207].contains(response.status.code), statuses.allSatisfy({ $0.hasPrefix("200") }) else {
             throw ProviderError(.cannotSynchronize, "the server cannot store symlinks (PROPPATCH refused)",
                                 underlying: "HTTP \(response.status.code)")
         }

@@ -12,9 +12,10 @@ enum WriteGuard: Sendable, Equatable {
     /// its body is read, so two replaces at once can both land (README, "Known limit").
     case conditionalHeaders
     /// The server ignores both headers (a PUT with a stale `If-Match` overwrites, one with
-    /// `If-None-Match: *` replaces an existing file) but enforces WebDAV locks, answers
-    /// `Overwrite: F` with 412 and writes PUT bodies in place: `rclone serve webdav` and
-    /// other servers built on golang.org/x/net/webdav. Then:
+    /// `If-None-Match: *` replaces an existing file), or lists no ETag that an `If-Match`
+    /// could carry, but enforces WebDAV locks and answers `Overwrite: F` with 412:
+    /// `rclone serve webdav` and other servers built on golang.org/x/net/webdav (which also
+    /// write PUT bodies in place), nginx with `dav_ext_lock`. Then:
     /// - a file is uploaded under a hidden temporary name beside the target, its size
     ///   checked, and moved into place, so a cut upload never leaves a truncated file where
     ///   the old version was, and no reader sees a half-written one;
@@ -69,31 +70,88 @@ extension WebDAVStore {
         do throws(ProviderError) { return .success(try await probe()) } catch { return .failure(error) }
     }
 
-    /// A PUT of a new scratch file (`.tidesync-tmp-probe-…`, hidden from listings) with an
-    /// `If-Match` no resource can have. A server that honours conditions answers 412 and
-    /// creates nothing (Apache, sabre/dav); one that creates the file ignores `If-Match`, and
-    /// then its locks and `Overwrite: F` are probed on that file before it is deleted.
+    /// Creates a scratch file (`.tidesync-tmp-probe-…`, hidden from listings) and tests on
+    /// it what a guarded write needs (`missingGuarantees`): a server that lists versions and
+    /// refuses a PUT over an existing file with a stale `If-Match` (and one with
+    /// `If-None-Match: *`) is written to with those headers (Apache, lighttpd, WsgiDAV,
+    /// sabre/dav). A server that answers such a PUT on an *absent* file with 201 (WsgiDAV)
+    /// still guards writes where it matters. Otherwise its locks and `Overwrite: F` are
+    /// probed on that file before it is deleted.
     func probe() async throws(ProviderError) -> WriteGuard {
         let scratch = try RemotePath([Self.probePrefix + UUID().uuidString])
-        var put = connection.request("PUT", path: paths.requestPath(scratch),
-                                     headers: [("If-Match", "\"tidesync-probe-no-such-version\"")])
-        put.body = .bytes(ByteBuffer())
-        let response = try await connection.send(put)
-        switch response.status.code {
-        case 412:
-            return .conditionalHeaders
+        let response = try await probePut(scratch, headers: [])  // a fresh name: nothing to guard
+        let created = response.status
+        switch created.code {
         case 200..<300:
             break
         case 401, 500..<600:
-            throw response.status.providerError("PUT", scratch)
+            throw created.providerError("PUT", scratch)
         default:
             // A read-only folder (403) or a server that refuses the empty PUT: nothing can be
             // learned here, and writes it refuses cannot overwrite anything either.
-            logger.warning("cannot check whether the server honours If-Match (a PUT of a scratch file in the sync folder was answered \(response.status.code)); assuming it does")
+            logger.warning("cannot check how the server guards writes (a PUT of a scratch file in the sync folder was answered \(created.code)); assuming it honours If-Match")
+            return .conditionalHeaders
+        }
+        let lacks: [String]
+        do throws(ProviderError) { lacks = try await missingGuarantees(scratch) } catch {
+            await removeProbeFiles([scratch], token: nil)
+            throw error
+        }
+        guard !lacks.isEmpty else {
+            await removeProbeFiles([scratch], token: nil)
             return .conditionalHeaders
         }
         let server = response.headers.first(name: "Server").map { " (\($0))" } ?? ""
-        logger.notice("the server\(server) ignores If-Match; checking its locks")
+        return try await probeLockMode(scratch, lacks: lacks, server: server)
+    }
+
+    static let versionless = "lists neither getetag nor getlastmodified"
+
+    /// What the server lacks for writes guarded by conditional headers, tested on the
+    /// existing `scratch`: versions in its listings (without `getetag`, versions are made
+    /// from `getlastmodified` and `getcontentlength`, which no `If-Match` can carry), a 412
+    /// for a PUT with a stale `If-Match`, and one for a PUT with `If-None-Match: *`.
+    func missingGuarantees(_ scratch: RemotePath) async throws(ProviderError) -> [String] {
+        var lacks: [String] = []
+        let response = try await propfindResponse(scratch, depth: "0", isFolder: false)
+        guard response.status.code == 207 else { throw response.status.providerError("PROPFIND", scratch) }
+        guard let listed = try MultistatusParser.parse(response.body).first(where: { paths.remotePath(href: $0.href) == scratch }) else {
+            throw ProviderError(.cannotSynchronize, "the server's answer for \(scratch) did not describe it; check the remote URL")
+        }
+        if listed.etag.flatMap(ETag.init(header:)) == nil {
+            guard listed.lastModified.flatMap(HTTPDate.parse) != nil else { return [Self.versionless] }
+            listsVersions.withLock { $0 = false }
+            lacks.append("lists no getetag (versions are made from getlastmodified and getcontentlength)")
+        }
+        for (name, value) in [("If-Match", "\"tidesync-probe-no-such-version\""), ("If-None-Match", "*")] {
+            let status = try await probePut(scratch, headers: [(name, value)]).status
+            switch status.code {
+            case 412: continue
+            case 401, 500..<600: throw status.providerError("PUT", scratch)
+            case 200..<300: lacks.append("ignores \(name)")
+            default: lacks.append("answers a PUT over an existing file with a stale \(name) with \(status.code), not 412")
+            }
+        }
+        return lacks
+    }
+
+    /// An empty PUT of `path` with `headers`; the answer.
+    func probePut(_ path: RemotePath, headers: [(String, String)]) async throws(ProviderError) -> CollectedResponse {
+        var put = connection.request("PUT", path: paths.requestPath(path), headers: headers)
+        put.body = .bytes(ByteBuffer())
+        return try await connection.send(put)
+    }
+
+    /// The verdict for a server that `lacks` something for conditional writes: its locks
+    /// and `Overwrite: F` are probed on `scratch` (which exists) and a second file.
+    /// `server` names the software, as its `Server` header did.
+    func probeLockMode(_ scratch: RemotePath, lacks: [String], server: String) async throws(ProviderError) -> WriteGuard {
+        let what = "the WebDAV server at \(connection.endpoint.description)\(server) \(lacks.joined(separator: " and "))"
+        if lacks == [Self.versionless] {
+            await removeProbeFiles([scratch], token: nil)
+            return .unsafe("\(what): tidesync cannot tell one version of a file from another there, so it does not sync with it")
+        }
+        logger.notice("the server\(server) \(lacks.joined(separator: " and ")); checking its locks")
         let other = try RemotePath([scratch.name + "-b"])
         var token: String?
         let verdict: String?
@@ -104,13 +162,12 @@ extension WebDAVStore {
             throw error
         }
         await removeProbeFiles([scratch, other], token: token)
-        let what = "the WebDAV server at \(connection.endpoint.description)\(server) ignores If-Match and If-None-Match"
         switch verdict {
         case nil:
             logger.notice("\(what); tidesync guards writes there with WebDAV locks and moves uploads into place")
             return .locks
         case let reason?:
-            return .unsafe("\(what) and \(reason): tidesync could silently overwrite changes made by others there, so it does not sync with it. Use a server that honours conditional requests (Nextcloud, ownCloud, Apache mod_dav) or one with working locks (rclone serve webdav)")
+            return .unsafe("\(what) and \(reason): tidesync could silently overwrite changes made by others there, so it does not sync with it. Use a server that honours conditional requests (Nextcloud, ownCloud, Apache mod_dav, lighttpd, WsgiDAV) or one with working locks (rclone serve webdav, nginx with dav_ext_lock)")
         }
     }
 
@@ -195,7 +252,10 @@ extension WebDAVStore {
         let request = connection.request("UNLOCK", path: paths.requestPath(path, isFolder: isFolder), headers: [("Lock-Token", token)])
         do {
             let status = try await connection.send(request).status
-            if !(200..<300).contains(status.code) {
+            if status.code == 404 {
+                // The item, and with it the lock, is gone (WsgiDAV drops a lock with its file).
+                logger.debug("UNLOCK \(path) answered 404: the lock went with the item")
+            } else if !(200..<300).contains(status.code) {
                 logger.warning("UNLOCK \(path) answered \(status.code); the lock expires by itself", metadata: ["path": "\(path)"])
             }
         } catch {
@@ -316,7 +376,8 @@ extension WebDAVStore {
         do throws(ProviderError) {
             let (status, _) = try await putFile(file, before, at: temporary, headers: [], progress: progress)
             guard (200..<300).contains(status.code) else {
-                if [404, 409].contains(status.code), try await !exists(path.parent) {
+                // nginx answers a PUT into a missing folder with 500 (its rename fails).
+                if [404, 409, 500].contains(status.code), try await !exists(path.parent) {
                     throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
                 }
                 throw status.providerError("PUT", path)

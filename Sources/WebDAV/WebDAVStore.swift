@@ -32,6 +32,9 @@ public final class WebDAVStore: RemoteStore {
     static let lockedDelay = Duration.milliseconds(250)
     /// The probe of how writes are guarded on this server (`writeGuard()`), once started.
     let guardProbe = Mutex<Task<Result<WriteGuard, ProviderError>, Never>?>(nil)
+    /// False once the probe found that listings carry no `getetag` (nginx): versions are
+    /// then made from modification time and size (`WebDAVStore+Versions.swift`).
+    let listsVersions = Mutex(true)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
@@ -99,7 +102,7 @@ public final class WebDAVStore: RemoteStore {
         }
         let kind: ItemKind = response.isCollection ? .folder : (response.symlinkTarget != nil ? .symlink : .file)
         return RemoteEntry(path: path, kind: kind, size: kind == .folder ? 0 : max(0, response.contentLength ?? 0),
-                           etag: response.etag.flatMap(ETag.init(header:)), fileID: response.fileID,
+                           etag: listedVersion(response, kind: kind), fileID: response.fileID,
                            modificationDate: response.lastModified.flatMap(HTTPDate.parse),
                            symlinkTarget: kind == .symlink ? response.symlinkTarget : nil,
                            checksums: kind == .file ? response.checksums : nil)
@@ -120,8 +123,8 @@ public final class WebDAVStore: RemoteStore {
         let entries: [RemoteEntry]
         do {
             entries = try self.entries(of: response, for: path, method: "PROPFIND")
-        } catch where error.code == .cannotSynchronize && !path.isRoot {
-            // Apache answers a folder URL (trailing slash) naming a file with 400.
+        } catch where (error.code == .cannotSynchronize || error.code == .permissionDenied) && !path.isRoot {
+            // Apache answers a folder URL (trailing slash) naming a file with 400, lighttpd with 403.
             if try await entry(at: path).kind != .folder {
                 throw ProviderError(.noSuchItem, "\(path) is not a folder on the server")
             }

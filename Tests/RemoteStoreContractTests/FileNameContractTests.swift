@@ -1,6 +1,7 @@
 import Foundation
 import SyncEngine
 import Testing
+import TestSupport
 
 /// Names a sync client meets in the wild, round-tripped through every store.
 @Suite("RemoteStore contract: file names")
@@ -15,14 +16,15 @@ struct FileNameContractTests {
     func unusualNames(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             _ = try await f.store.makeFolder(at: p("dir #1 & ü"))
-            for name in Self.names {
+            let names = Self.names.filter { $0.utf8.count <= kind.longestName }  // the long one's limit: `longestName`
+            for name in names {
                 let path = try p("dir #1 & ü").appending(name)
                 try await f.put(path, "contents of \(name)")
             }
             let listed = try await f.store.children(of: p("dir #1 & ü")).map(\.path.name)
-            #expect(Set(listed.map { Array($0.utf8) }) == Set(Self.names.map { Array($0.utf8) }))
-            #expect(listed.count == Self.names.count)
-            for name in Self.names {
+            #expect(Set(listed.map { Array($0.utf8) }) == Set(names.map { Array($0.utf8) }))
+            #expect(listed.count == names.count)
+            for name in names {
                 #expect(try await f.read(p("dir #1 & ü").appending(name)) == "contents of \(name)")
             }
         }
@@ -56,6 +58,12 @@ struct FileNameContractTests {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let name = String(repeating: "é", count: 127) + "x"  // 255 bytes of UTF-8
             #expect(name.utf8.count == 255)
+            guard name.utf8.count <= kind.longestName else {
+                // lighttpd: a 500 for every try (README, compatibility), and nothing is listed.
+                await expectCode(.serverUnreachable) { try await f.put(RemotePath([name]), "long") }
+                #expect(try await f.store.children(of: .root).isEmpty)
+                return
+            }
             try await f.put(RemotePath([name]), "long")
             #expect(try await f.store.children(of: .root).map(\.path.name) == [name])
             #expect(try await f.read(RemotePath([name])) == "long")

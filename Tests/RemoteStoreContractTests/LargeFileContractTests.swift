@@ -10,7 +10,11 @@ import TestSupport
 struct LargeFileContractTests {
     static let size: Int64 = Int64(ProcessInfo.processInfo.environment["TIDESYNC_TEST_LARGE_MIB"].flatMap(Int.init) ?? 1024) << 20
 
-    @Test("a 1 GiB file uploads and downloads streamed", arguments: StoreKind.available.filter { $0 != .apacheDepthInfinity && $0 != .inMemory })
+    // Not on nginx, lighttpd and WsgiDAV: streaming is the client's, the 32 MB cut upload
+    // covers their PUT, and three more GiB each took the suite's longest pole from about 4
+    // to over 7 minutes on 2 cores, starving the live scenarios beside it.
+    @Test("a 1 GiB file uploads and downloads streamed",
+          arguments: StoreKind.available.filter { [.localDirectory, .apache, .rclone].contains($0) })
     func largeFile(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let source = f.scratch.appendingPathComponent("big.bin")

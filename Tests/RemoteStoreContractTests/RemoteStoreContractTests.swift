@@ -178,11 +178,20 @@ struct RemoteStoreContractTests {
     func moves(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let one = try await f.put(p("one.txt"), "1")
-            try await f.put(p("two.txt"), "2")
+            // Another size: on nginx a version is made from time and size, and two files
+            // written in one second with one size have the same one.
+            try await f.put(p("two.txt"), "22")
             _ = try await f.store.makeFolder(at: p("dir"))
             await expectCode(.filenameCollision) { try await f.store.move(p("one.txt"), to: p("two.txt"), version: nil) }
-            #expect(try await f.read(p("two.txt")) == "2")
-            await expectCode(.parentMissing) { try await f.store.move(p("one.txt"), to: p("nowhere/one.txt"), version: nil) }
+            #expect(try await f.read(p("two.txt")) == "22")
+            if kind.movesIntoMissingFolders {
+                // nginx makes the missing folder (README, compatibility): what it does, undone.
+                _ = try await f.store.move(p("one.txt"), to: p("nowhere/one.txt"), version: nil)
+                _ = try await f.store.move(p("nowhere/one.txt"), to: p("one.txt"), version: one.etag)
+                try await f.store.delete(p("nowhere"), version: nil)
+            } else {
+                await expectCode(.parentMissing) { try await f.store.move(p("one.txt"), to: p("nowhere/one.txt"), version: nil) }
+            }
             await expectCode(.versionMismatch) {
                 try await f.store.move(p("two.txt"), to: p("dir/two.txt"), version: one.etag)
             }
@@ -211,9 +220,11 @@ struct RemoteStoreContractTests {
     func deletes(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let old = try await f.put(p("f.txt"), "old")
-            let new = try await f.store.upload(from: f.localFile("new"), to: p("f.txt"), condition: .mustMatch(old.etag!), progress: nil)
+            // Another size: WsgiDAV's ETag (inode, time in seconds, size) and nginx's made
+            // version cannot tell two writes of one size within a second apart (README).
+            let new = try await f.store.upload(from: f.localFile("newer"), to: p("f.txt"), condition: .mustMatch(old.etag!), progress: nil)
             await expectCode(.versionMismatch) { try await f.store.delete(p("f.txt"), version: old.etag) }
-            #expect(try await f.read(p("f.txt")) == "new")
+            #expect(try await f.read(p("f.txt")) == "newer")
             try await f.store.delete(p("f.txt"), version: new.etag)
             await expectCode(.noSuchItem) { try await f.store.delete(p("f.txt"), version: nil) }
             _ = try await f.store.makeFolder(at: p("tree"))
@@ -227,7 +238,7 @@ struct RemoteStoreContractTests {
     @Test("a symlink is stored as a symlink and never followed", arguments: StoreKind.available)
     func symlinks(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
-            guard kind != .rclone else { return try await Self.symlinksRefused(f) }
+            guard kind.keepsDeadProperties else { return try await Self.symlinksRefused(f) }
             let link = try await f.store.makeSymlink(at: p("link"), target: "../outside/secret", condition: .mustNotExist)
             #expect(link.kind == .symlink && link.symlinkTarget == "../outside/secret")
             let listed = try await f.store.children(of: .root)
@@ -240,7 +251,7 @@ struct RemoteStoreContractTests {
     @Test("a symlink is replaced only from its current version", arguments: StoreKind.available)
     func symlinkReplace(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
-            guard kind != .rclone else { return try await Self.symlinksRefused(f) }
+            guard kind.keepsDeadProperties else { return try await Self.symlinksRefused(f) }
             let first = try await f.store.makeSymlink(at: p("ln"), target: "a", condition: .mustNotExist)
             let second = try await f.store.makeSymlink(at: p("ln"), target: "b", condition: .mustMatch(first.etag!))
             #expect(second.symlinkTarget == "b")
@@ -252,8 +263,8 @@ struct RemoteStoreContractTests {
         }
     }
 
-    /// Not applicable to rclone: `rclone serve webdav` keeps no dead properties (PROPPATCH
-    /// answers 403 for each), so a symlink stored there could not be told from a small file
+    /// Not applicable to rclone and nginx: `rclone serve webdav` keeps no dead properties
+    /// (PROPPATCH answers 403 for each), nginx has no PROPPATCH (405), so a symlink stored there could not be told from a small file
     /// holding its target. What the contract still asks: the store says so, creates nothing
     /// a listing shows, and leaves no temporary on the server's disk.
     static func symlinksRefused(_ f: StoreFixture) async throws {
@@ -295,22 +306,32 @@ struct RemoteStoreContractTests {
             // forever for megabytes.
             let seen = halfway.withLock { $0 }
             #expect(seen != nil, "\(kind): the upload never reported reaching its half, so the source was never changed")
-            if let onDisk, let seen {
-                let untouched = seen == Data("the old version".utf8)
-                #expect(untouched, "halfway through the upload \(onDisk) held \(seen.count) bytes, not the old version")
-            }
             let target = f.scratch.appendingPathComponent("after.bin")
             _ = try await f.store.download(p("doc.bin"), range: nil, version: nil, to: target, progress: nil)
             let after = try Data(contentsOf: target, options: .alwaysMapped)
             let isOld = after == Data("the old version".utf8)
             let isNew = try !isOld && LargeFileContractTests.filesEqual(target, whole)
-            #expect(isOld, "after the cut upload the file holds \(after.count) bytes: \(isNew ? "the new version, published although the upload was cut" : "neither version")")
+            // WsgiDAV writes a PUT's body into the file itself (README, compatibility).
+            withKnownIssue("WsgiDAV writes a PUT in place: a cut upload leaves the bytes it got") {
+                if let onDisk, let seen {
+                    let untouched = seen == Data("the old version".utf8)
+                    #expect(untouched, "halfway through the upload \(onDisk) held \(seen.count) bytes, not the old version")
+                }
+                #expect(isOld, "after the cut upload the file holds \(after.count) bytes: \(isNew ? "the new version, published although the upload was cut" : "neither version")")
+            } when: { kind == .wsgidav }
             #expect(try await f.store.children(of: .root).map(\.path) == [p("doc.bin")])
         }
     }
 
     @Test("moves to and from unusual names keep the bytes", arguments: StoreKind.available)
     func unusualMoves(kind: StoreKind) async throws {
+        // WsgiDAV cuts a MOVE's Destination at an encoded "?" (%3F): the file lands at "a".
+        try await withKnownIssue("WsgiDAV moves to the part of the name before a '?'") {
+            try await unusualMovesBody(kind)
+        } when: { kind == .wsgidav }
+    }
+
+    func unusualMovesBody(_ kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             try await f.put(p("plain"), "payload")
             _ = try await f.store.makeFolder(at: RemotePath(["dír #1 & %"]))

@@ -16,8 +16,25 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// `rclone serve webdav` of a local directory (see `packaging/rclone-dav.sh`): a
     /// server that ignores `If-Match`/`If-None-Match`, so tidesync guards writes with locks.
     case rclone
+    /// nginx with `libnginx-mod-http-dav-ext` (`packaging/nginx-dav.sh`): lists no ETag and
+    /// ignores `If-Match`, so versions are made from time and size and writes use locks.
+    case nginx
+    /// lighttpd with mod_webdav (`packaging/lighttpd-dav.sh`): honours `If-Match`.
+    case lighttpd
+    /// WsgiDAV (`packaging/wsgidav-dav.sh`): honours `If-Match` over existing files.
+    case wsgidav
 
     var testDescription: String { rawValue }
+
+    /// The server of the kinds started by their own script, nil for the others.
+    var server: TestDAVServer? {
+        switch self {
+        case .nginx: .nginx
+        case .lighttpd: .lighttpd
+        case .wsgidav: .wsgidav
+        default: nil
+        }
+    }
 
     /// Every kind whose backing server is available in this run.
     static var available: [StoreKind] {
@@ -26,12 +43,24 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             case .localDirectory, .inMemory: true
             case .apache, .apacheDepthInfinity: TestApache.configured
             case .rclone: TestRclone.configured
+            case .nginx, .lighttpd, .wsgidav: kind.server!.configured
             }
         }
     }
 
+    /// False for the servers that keep no dead properties (PROPPATCH refused), where
+    /// tidesync cannot store a symlink: rclone and nginx.
+    var keepsDeadProperties: Bool { self != .rclone && self != .nginx }
+
+    /// The longest name, in bytes, the server stores: lighttpd writes a PUT to the name
+    /// plus a 10-byte suffix first, so it answers 500 for names above 245 bytes.
+    var longestName: Int { self == .lighttpd ? 245 : 255 }
+
+    /// True for nginx, whose MOVE makes a missing destination folder instead of answering 409.
+    var movesIntoMissingFolders: Bool { self == .nginx }
+
     /// True for the kinds that are a WebDAV server.
-    var isWebDAV: Bool { self == .apache || self == .apacheDepthInfinity || self == .rclone }
+    var isWebDAV: Bool { self != .localDirectory && self != .inMemory }
 }
 
 extension StoreKind {
@@ -40,6 +69,7 @@ extension StoreKind {
         switch self {
         case .rclone: TestRclone.url!
         case .apache: TestApache.url!
+        case .nginx, .lighttpd, .wsgidav: server!.url!
         default: TestApache.depthInfinityURL!
         }
     }
@@ -49,7 +79,17 @@ extension StoreKind {
         switch self {
         case .rclone: TestRclone.diskRoot!
         case .apache: TestApache.diskRoot!
+        case .nginx, .lighttpd, .wsgidav: server!.diskRoot!
         default: TestApache.depthInfinityDiskRoot!
+        }
+    }
+
+    /// The test account on this kind's server (the WebDAV kinds only).
+    var credentials: (user: String, password: String) {
+        switch self {
+        case .rclone: (TestRclone.user ?? "", TestRclone.password ?? "")
+        case .nginx, .lighttpd, .wsgidav: (server!.user ?? "", server!.password ?? "")
+        default: (TestApache.user ?? "", TestApache.password ?? "")
         }
     }
 }
@@ -74,8 +114,7 @@ struct StoreFixture {
         let unique = "t-\(UUID().uuidString.prefix(8))"
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-contract-\(unique)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        user = (kind == .rclone ? TestRclone.user : TestApache.user) ?? ""
-        password = (kind == .rclone ? TestRclone.password : TestApache.password) ?? ""
+        (user, password) = kind.isWebDAV ? kind.credentials : ("", "")
         switch kind {
         case .localDirectory:
             diskPath = scratch.appendingPathComponent("store").path
@@ -84,7 +123,7 @@ struct StoreFixture {
             webDAV = nil
             collection = nil
         case .inMemory: diskPath = scratch.path; store = InMemoryRemoteStore(); webDAV = nil; collection = nil
-        case .apache, .apacheDepthInfinity, .rclone:
+        default:
             let base = kind.baseURL
             let root = try WebDAVEndpoint(baseURL: base, username: user, password: password, allowInsecureHTTP: false)
             let rootStore = WebDAVStore(endpoint: root, connections: 2)
@@ -121,7 +160,7 @@ struct StoreFixture {
         switch kind {
         case .localDirectory: return LocalDirectoryStore(root: diskPath)
         case .inMemory: return store
-        case .apache, .apacheDepthInfinity, .rclone:
+        default:
             let base = kind.baseURL
             let endpoint = try WebDAVEndpoint(baseURL: base.appendingPathComponent(collection!.name, isDirectory: true),
                                               username: user, password: password, allowInsecureHTTP: false)

@@ -23,7 +23,7 @@ import Glibc
 struct ConflictScenarioTests {
     // MARK: Both sides changed one file
 
-    @Test("edit here, other edit there (different bytes): conflict copy of ours, theirs under the name", arguments: Remote.available)
+    @Test("edit here, other edit there (different bytes): conflict copy of ours, theirs under the name", arguments: Remote.withOtherServers)
     func editEdit(_ remote: Remote) async throws {
         try await scenario(remote, start: ["doc.txt": "base"]) { world in
             try world.writeOnServer("doc.txt", "theirs, longer")
@@ -61,7 +61,7 @@ struct ConflictScenarioTests {
         }
     }
 
-    @Test("edit here, deleted there: ours is created on the server again", arguments: Remote.available)
+    @Test("edit here, deleted there: ours is created on the server again", arguments: Remote.withOtherServers)
     func editDelete(_ remote: Remote) async throws {
         try await scenario(remote, start: ["doc.txt": "base", "other.txt": "x"]) { world in
             try FileManager.default.removeItem(atPath: world.onServer("doc.txt"))
@@ -134,7 +134,7 @@ struct ConflictScenarioTests {
 
     // MARK: Creates
 
-    @Test("created here while the name was taken on the server by another file: create/create, both kept", arguments: Remote.available)
+    @Test("created here while the name was taken on the server by another file: create/create, both kept", arguments: Remote.withOtherServers)
     func createCreate(_ remote: Remote) async throws {
         var mark = 0
         try await scenario(remote, start: ["other.txt": "x"]) { world in

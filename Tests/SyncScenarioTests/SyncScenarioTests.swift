@@ -30,7 +30,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("initial download of a nested tree made on the server", arguments: Remote.available)
+    @Test("initial download of a nested tree made on the server", arguments: Remote.withOtherServers)
     func initialDownload(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("x/y/z/deep.txt", "from the server")
@@ -43,7 +43,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("edits go both ways, same-size in-place edits too", arguments: Remote.available)
+    @Test("edits go both ways, same-size in-place edits too", arguments: Remote.withOtherServers)
     func edits(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("doc.txt", "version 1")
@@ -57,14 +57,19 @@ struct SyncScenarioTests {
             try handle.close()
             try world.writeOnServer("theirs.txt", "server 2")  // same size as before
             try await world.sync()
-            try await world.expectAgreement()
             #expect(readFile(world.onServer("doc.txt")) == "version 2, longer")
             #expect(readFile(world.onServer("same.txt")) == "BBBB")
-            #expect(readFile(world.local("theirs.txt")) == "server 2")
+            // nginx (version made from time and size) and WsgiDAV (ETag of inode, time in
+            // seconds and size) give a same-size rewrite within the second the old version's
+            // version: it is not seen (README, compatibility).
+            try await withKnownIssue("a same-size server edit within one second keeps its version", isIntermittent: true) {
+                try await world.expectAgreement()
+                #expect(readFile(world.local("theirs.txt")) == "server 2")
+            } when: { remote == .nginx || remote == .wsgidav }
         }
     }
 
-    @Test("deletes go both ways, files and folders", arguments: Remote.available)
+    @Test("deletes go both ways, files and folders", arguments: Remote.withOtherServers)
     func deletes(remote: Remote) async throws {
         try await withWorld(remote) { world in
             for name in ["l.txt", "r.txt", "lf/1.txt", "lf/sub/2.txt", "rf/1.txt"] { try world.write(name, name) }
@@ -188,7 +193,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("edited on both sides: the local version is kept as a conflict copy", arguments: Remote.available)
+    @Test("edited on both sides: the local version is kept as a conflict copy", arguments: Remote.withOtherServers)
     func conflict(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("report.txt", "base")

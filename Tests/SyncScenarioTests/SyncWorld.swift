@@ -13,14 +13,45 @@ import Glibc
 #endif
 
 /// The stores the scenarios run against: the local-directory store always, the private
-/// Apache of `packaging/test.sh` when it runs.
+/// Apache of `packaging/test.sh` when it runs. nginx, lighttpd and WsgiDAV (when test.sh
+/// started them) run a representative subset, `withOtherServers`: every scenario on
+/// every server would add minutes to a suite that must stay well inside its limit.
 enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case localDirectory
     case apache
+    case nginx
+    case lighttpd
+    case wsgidav
 
     var testDescription: String { rawValue }
 
-    static var available: [Remote] { TestApache.depthInfinityConfigured ? allCases : [.localDirectory] }
+    static var available: [Remote] { TestApache.depthInfinityConfigured ? [.localDirectory, .apache] : [.localDirectory] }
+
+    /// `available` and the other servers that run.
+    static var withOtherServers: [Remote] {
+        available + [Remote.nginx, .lighttpd, .wsgidav].filter { $0.server?.configured == true }
+    }
+
+    /// The server of nginx, lighttpd and WsgiDAV.
+    var server: TestDAVServer? {
+        switch self {
+        case .nginx: .nginx
+        case .lighttpd: .lighttpd
+        case .wsgidav: .wsgidav
+        case .localDirectory, .apache: nil
+        }
+    }
+
+    /// The base URL new collections are made in (the WebDAV remotes).
+    var baseURL: URL { server?.url ?? TestApache.depthInfinityURL! }
+    /// The folder on this machine the base URL serves.
+    var diskRoot: String { server?.diskRoot ?? TestApache.depthInfinityDiskRoot! }
+
+    /// An endpoint at `base` on this remote's server with its test account.
+    func endpoint(_ base: URL) throws -> WebDAVEndpoint {
+        guard let server else { return try TestApache.endpoint(base) }
+        return try WebDAVEndpoint(baseURL: base, username: server.user ?? "", password: server.password ?? "", allowInsecureHTTP: false)
+    }
 }
 
 extension TestApache {
@@ -60,19 +91,19 @@ final class SyncWorld: @unchecked Sendable {
             store = LocalDirectoryStore(root: remoteDisk)
             webDAV = nil
             collection = nil
-        case .apache:
-            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
+        case .apache, .nginx, .lighttpd, .wsgidav:
+            let root = WebDAVStore(endpoint: try remote.endpoint(remote.baseURL), connections: 1)
             do { _ = try await root.makeFolder(at: RemotePath([unique])) } catch {
                 await root.shutdown()  // a client dropped unshut stops the whole test process
                 throw error
             }
             await root.shutdown()
-            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(unique, isDirectory: true)),
+            let store = WebDAVStore(endpoint: try remote.endpoint(remote.baseURL.appendingPathComponent(unique, isDirectory: true)),
                                     connections: 2 * transfers)
             self.store = store
             webDAV = store
             collection = unique
-            remoteDisk = TestApache.depthInfinityDiskRoot! + "/" + unique
+            remoteDisk = remote.diskRoot + "/" + unique
         }
         database = try StateDatabase(path: scratch + "/state.sqlite")
         provider = SyncProvider(store: store, state: database)
@@ -107,7 +138,7 @@ final class SyncWorld: @unchecked Sendable {
 
     func close() async {
         await webDAV?.shutdown()
-        if let collection, let endpoint = try? TestApache.endpoint(TestApache.depthInfinityURL!) {
+        if let collection, let endpoint = try? remote.endpoint(remote.baseURL) {
             let root = WebDAVStore(endpoint: endpoint, connections: 1)
             try? await root.delete(RemotePath([collection]), version: nil)
             await root.shutdown()

@@ -62,3 +62,35 @@ public enum TestRclone {
     /// The folder on this machine that it serves.
     public static var diskRoot: String? { TestApache.environment["TIDESYNC_TEST_RCLONE_ROOT"] }
 }
+
+/// One of the other private WebDAV servers `packaging/test.sh` starts on 127.0.0.1 when
+/// it is installed: nginx (`packaging/nginx-dav.sh`), lighttpd (`lighttpd-dav.sh`) and
+/// WsgiDAV (`wsgidav-dav.sh`). Each script exports `TIDESYNC_TEST_<NAME>_URL`, `_USER`,
+/// `_PASSWORD`, `_ROOT` and `_ACCESS_LOG`; every value is nil when it did not start.
+public struct TestDAVServer: Sendable, Hashable {
+    /// The name in the environment variables: `NGINX`, `LIGHTTPD`, `WSGIDAV`.
+    public let name: String
+
+    public init(name: String) { self.name = name }
+
+    public static let nginx = TestDAVServer(name: "NGINX")
+    public static let lighttpd = TestDAVServer(name: "LIGHTTPD")
+    public static let wsgidav = TestDAVServer(name: "WSGIDAV")
+
+    func value(_ suffix: String) -> String? { TestApache.environment["TIDESYNC_TEST_\(name)_\(suffix)"] }
+
+    /// True when the server is running.
+    public var configured: Bool { value("URL") != nil }
+    /// Its base URL, ending in `/`.
+    public var urlText: String? { value("URL") }
+    /// `urlText` as a URL.
+    public var url: URL? { urlText.flatMap { URL(string: $0) } }
+    /// The test account's user name.
+    public var user: String? { value("USER") }
+    /// The test account's password.
+    public var password: String? { value("PASSWORD") }
+    /// The folder on this machine that it serves.
+    public var diskRoot: String? { value("ROOT") }
+    /// Its log of requests, one line each (WsgiDAV: its log, whose request lines name the method).
+    public var accessLog: String? { value("ACCESS_LOG") }
+}

@@ -146,6 +146,14 @@ final class FakeDAVServer: Sendable {
             """)
     }
 
+    /// The answer to a PROPFIND of the write-guard probe's scratch file (a file with an
+    /// ETag), nil for any other request: the probe lists the file it made.
+    static func probeListing(_ request: Request) -> Response? {
+        guard request.method == "PROPFIND", let name = request.path.split(separator: "/").last,
+              name.hasPrefix(".tidesync-tmp-probe-") else { return nil }
+        return file(String(name))
+    }
+
     static let emptyRoot = Response(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
         <?xml version="1.0" encoding="utf-8"?>
         <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/</d:href><d:propstat><d:prop>\

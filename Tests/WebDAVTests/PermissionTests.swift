@@ -11,15 +11,19 @@ struct PermissionTests {
     @Test("a MOVE answered 403 while its parent exists is permission denied, not parent missing")
     func moveForbidden() async throws {
         // A lock-mode server (it ignores If-Match but its locks work) that refuses the final MOVE.
+        let locked = Mutex(false)
         let server = try FakeDAVServer { request in
+            if let response = FakeDAVServer.probeListing(request) { return response }
             let probe = request.path.contains(".tidesync-tmp-probe-")
             switch request.method {
-            case "PUT" where probe && request.headers["if-match"] == nil && !request.path.hasSuffix("-b"):
+            case "PUT" where probe && request.headers["if"] == nil && locked.withLock({ $0 }):
                 return .init(status: 423)  // the probe's intruder, without the lock token
             case "PUT", "MKCOL": return .init(status: 201)
             case "MOVE" where probe: return .init(status: 412)
             case "MOVE": return .init(status: 403)
-            case "LOCK": return .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")])
+            case "LOCK":
+                locked.withLock { $0 = true }
+                return .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")])
             case "DELETE", "UNLOCK": return .init(status: 204)
             case "PROPFIND": return FakeDAVServer.emptyRoot
             default: return .init(status: 405)

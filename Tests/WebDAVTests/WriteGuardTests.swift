@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncEngine
 import Testing
 import TestSupport
@@ -12,7 +13,7 @@ struct WriteGuardTests {
     /// rest as `others` says.
     static func ignoringConditions(_ others: @escaping @Sendable (FakeDAVServer.Request) -> FakeDAVServer.Response?) throws -> FakeDAVServer {
         try FakeDAVServer { request in
-            if let response = others(request) { return response }
+            if let response = FakeDAVServer.probeListing(request) ?? others(request) { return response }
             switch request.method {
             case "PUT", "MKCOL": return .init(status: 201)
             case "DELETE": return .init(status: 204)
@@ -82,8 +83,9 @@ struct WriteGuardTests {
     @Test("a server that answers the probe with 412 and has no LOCK is written to with If-Match, and nothing is left of the probe")
     func honoured() async throws {
         let server = try FakeDAVServer { request in
-            switch request.method {
-            case "PUT" where request.headers["if-match"] != nil: .init(status: 412)
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            return switch request.method {
+            case "PUT" where request.headers["if-match"] != nil || request.headers["if-none-match"] != nil: .init(status: 412)
             case "PUT": .init(status: 201)
             case "DELETE": .init(status: 204)
             case "PROPFIND": FakeDAVServer.emptyRoot
@@ -94,15 +96,19 @@ struct WriteGuardTests {
         let store = try Self.store(server)
         #expect(try await store.writeGuard() == .conditionalHeaders)
         #expect(try await store.children(of: .root).isEmpty)
-        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND"], "one conditional PUT that created nothing, no cleanup needed")
+        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND", "PUT", "PUT", "DELETE", "PROPFIND"],
+                "a scratch file made, listed, two guarded PUTs over it refused, the file deleted; then the listing")
+        #expect(server.requests.filter { $0.method == "PUT" }.map { $0.headers["if-match"] ?? $0.headers["if-none-match"] }
+            == [nil, "\"tidesync-probe-no-such-version\"", "*"])
         await store.shutdown()
     }
 
     @Test("a server that honours If-Match but only pretends to lock is written to with If-Match alone")
     func pretendedLocks() async throws {
         let server = try FakeDAVServer { request in
-            switch request.method {
-            case "PUT" where request.headers["if-match"] != nil: .init(status: 412)
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            return switch request.method {
+            case "PUT" where request.headers["if-match"] != nil || request.headers["if-none-match"] != nil: .init(status: 412)
             case "PUT": .init(status: 201)
             case "LOCK": .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:fake>")])
             case "DELETE", "UNLOCK": .init(status: 204)
@@ -113,6 +119,35 @@ struct WriteGuardTests {
         defer { server.stop() }
         let store = try Self.store(server)
         #expect(try await store.writeGuard() == .conditionalHeaders)
+        await store.shutdown()
+    }
+
+    @Test("a server that refuses a stale If-Match only over an existing file (WsgiDAV) keeps conditional headers, and takes no lock")
+    func ifMatchOnExistingOnly() async throws {
+        let made = Mutex(Set<String>())
+        let server = try FakeDAVServer { request in
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            let exists = made.withLock { $0.contains(request.path) }
+            switch request.method {
+            case "PUT" where exists && (request.headers["if-match"] != nil || request.headers["if-none-match"] != nil):
+                return .init(status: 412)
+            case "PUT":
+                made.withLock { _ = $0.insert(request.path) }
+                return .init(status: exists ? 204 : 201)
+            case "DELETE":
+                made.withLock { _ = $0.remove(request.path) }
+                return .init(status: 204)
+            case "LOCK": return .init(status: 200, headers: [("Lock-Token", "<opaquelocktoken:1>")])
+            case "UNLOCK": return .init(status: 404)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = try Self.store(server)
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(!server.requests.contains { $0.method == "LOCK" || $0.method == "UNLOCK" })
+        #expect(made.withLock { $0.isEmpty }, "the probe's scratch file is removed")
         await store.shutdown()
     }
 

@@ -163,7 +163,7 @@ _tidesync() {
     local -a unparsed_words=("${COMP_WORDS[@]:1:${COMP_CWORD}}")
 
     local -a repeating_flags=()
-    local -a non_repeating_flags=(-h --help)
+    local -a non_repeating_flags=(--version -h --help)
     local -a repeating_options=()
     local -a non_repeating_options=()
     __tidesync_offer_flags_options 0
@@ -186,7 +186,7 @@ _tidesync() {
 
 _tidesync_run() {
     repeating_flags=()
-    non_repeating_flags=(--once --allow-mass-delete -h --help)
+    non_repeating_flags=(--once --allow-mass-delete --version -h --help)
     repeating_options=()
     non_repeating_options=(--config --log-level)
     __tidesync_offer_flags_options 0
@@ -205,7 +205,7 @@ _tidesync_run() {
 
 _tidesync_status() {
     repeating_flags=()
-    non_repeating_flags=(--json --watch -h --help)
+    non_repeating_flags=(--json --watch --version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket --interval --domain)
     __tidesync_offer_flags_options 0
@@ -229,7 +229,7 @@ _tidesync_status() {
 
 _tidesync_conflicts() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket --domain --limit)
     __tidesync_offer_flags_options 0
@@ -253,7 +253,7 @@ _tidesync_conflicts() {
 
 _tidesync_pause() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket)
     __tidesync_offer_flags_options 1
@@ -271,7 +271,7 @@ _tidesync_pause() {
 
 _tidesync_resume() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket)
     __tidesync_offer_flags_options 1
@@ -289,7 +289,7 @@ _tidesync_resume() {
 
 _tidesync_sync-now() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket)
     __tidesync_offer_flags_options 1
@@ -307,7 +307,7 @@ _tidesync_sync-now() {
 
 _tidesync_allow-deletions() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--config --socket)
     __tidesync_offer_flags_options 1
@@ -325,7 +325,7 @@ _tidesync_allow-deletions() {
 
 _tidesync_check-config() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--version -h --help)
     repeating_options=()
     non_repeating_options=(--config)
     __tidesync_offer_flags_options 0
@@ -339,7 +339,11 @@ _tidesync_check-config() {
 }
 
 _tidesync_help() {
-    :
+    repeating_flags=()
+    non_repeating_flags=(--version)
+    repeating_options=()
+    non_repeating_options=()
+    __tidesync_offer_flags_options -1
 }
 
 complete -o filenames -F _tidesync tidesync

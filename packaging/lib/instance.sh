@@ -1,4 +1,5 @@
-# Shared by dav-server.sh and rclone-dav.sh: messages, usage, and the pid file of a
+# Shared by the private servers' scripts (dav-server.sh, rclone-dav.sh, nginx-dav.sh,
+# lighttpd-dav.sh, wsgidav-dav.sh): messages, usage, and the pid file of a
 # private server instance whose state lives in a DIR. The sourcing script sets
 #   me            its name, for messages
 #   what          what `start` starts, for the usage text
@@ -76,4 +77,90 @@ stop_instance() {
     fi
     rm -f "$dir/$pid_file"
     return 0
+}
+
+# A TCP port on 127.0.0.1 that is free right now, from 20000-31999: below the
+# kernel's ephemeral range (32768-60999 by default), so no outgoing connection
+# takes it while a test has this Apache stopped and means to start it again on
+# the same port. A port taken meanwhile anyway is met by start's retry loop.
+free_port() {
+    local py port i
+    for py in python3 /usr/bin/python3; do
+        if command -v "$py" >/dev/null 2>&1 &&
+            port=$("$py" -c 'import random, socket
+for _ in range(200):
+    port = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break' 2>/dev/null) && [[ "$port" =~ ^[0-9]+$ ]]; then
+            printf '%s\n' "$port"
+            return 0
+        fi
+    done
+    # No python3: try random ports until one refuses connections.
+    for ((i = 0; i < 100; i++)); do
+        port=$((20000 + RANDOM % 12000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            printf '%s\n' "$port"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# True once PROPFIND Depth 0 of URL, as USER:PASSWORD (one word, $2), answers 207 within
+# START_TIMEOUT seconds while process $3 lives; else says the last HTTP code and fails.
+await_dav() {
+    local url=$1 credentials=$2 pid=$3 code=000 i
+    for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+            -u "$credentials" -X PROPFIND -H 'Depth: 0' "$url" 2>/dev/null || true)
+        [[ "$code" == 207 ]] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    say "$server did not answer PROPFIND $url with 207 within ${START_TIMEOUT}s (last HTTP code: $code)"
+    return 1
+}
+
+# A random password (36 hex digits) on stdout.
+random_password() {
+    local password
+    password=$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    [[ ${#password} -eq 36 ]] || die "could not generate a password from /dev/urandom"
+    printf '%s\n' "$password"
+}
+
+# DIR must be a plain path: the generated configuration files cannot quote anything else.
+plain_dir() {
+    case "$1" in
+    *[!A-Za-z0-9._/+@=,~-]*)
+        die "DIR '$1' contains characters (space, quote, ...) this script does not quote safely; use a plain path such as /tmp/tidesync-$me.XXXXXX"
+        ;;
+    esac
+}
+
+# Writes DIR/env (mode 600) for the tests: TIDESYNC_TEST_<NAME>_URL, _USER, _PASSWORD,
+# _ROOT (the served folder) and _ACCESS_LOG (one line a request).
+#   write_env DIR NAME URL USER PASSWORD ROOT ACCESS_LOG
+write_env() {
+    local dir=$1 name=$2
+    (
+        umask 077
+        {
+            printf '# Source this file: environment for tidesync tests (packaging/%s.sh).\n' "$me"
+            printf 'export TIDESYNC_TEST_%s_URL=%q\n' "$name" "$3"
+            printf 'export TIDESYNC_TEST_%s_USER=%q\n' "$name" "$4"
+            printf 'export TIDESYNC_TEST_%s_PASSWORD=%q\n' "$name" "$5"
+            printf 'export TIDESYNC_TEST_%s_ROOT=%q\n' "$name" "$6"
+            printf 'export TIDESYNC_TEST_%s_ACCESS_LOG=%q\n' "$name" "$7"
+        } >"$dir/env.tmp"
+    )
+    mv -f "$dir/env.tmp" "$dir/env"
 }

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `run --once` against nginx, lighttpd and WsgiDAV (the servers besides Apache and rclone
+/// that packaging/test.sh starts when installed): a tree goes up, the next pass does
+/// nothing — no step, no GET, no PUT — and a change made on the server comes down. nginx
+/// lists no ETag while its GET and HEAD send one: before versions were made from time and
+/// size there, every pass downloaded every file again, forever.
+@Suite("run --once on nginx, lighttpd and WsgiDAV",
+       .enabled(if: Binary.available, "set TIDESYNC_TEST_BINARY (packaging/test.sh does) to run the real binary"))
+struct OtherServersRunOnceTests {
+    static var servers: [TestDAVServer] { [.nginx, .lighttpd, .wsgidav].filter(\.configured) }
+
+    /// A scratch home whose one domain ("st") syncs ~/Cloud with a new collection on `server`.
+    struct Home {
+        let home = temporaryPath("tidesync-other-")
+        let server: TestDAVServer
+        let collection: String
+        var local: String { home + "/Cloud" }
+        var disk: String { server.diskRoot! + "/" + collection }
+        var log: String { server.accessLog! }
+
+        init(_ server: TestDAVServer) throws {
+            self.server = server
+            collection = "ro-" + UUID().uuidString.prefix(8)
+            for folder in [local, home + "/.config/tidesync", disk] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+            let config = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\nremote = \"\(server.urlText!)\(collection)/\"\n"
+                + "username = \"\(server.user!)\"\n"
+            try Data(config.utf8).write(to: URL(fileURLWithPath: home + "/.config/tidesync/config.toml"))
+        }
+
+        func runOnce() async throws -> Binary.Result {
+            try await Binary.run(Binary.path!, ["run", "--once"], environment: [
+                "HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.state",
+                "PATH": "/usr/bin:/bin", "TIDESYNC_PASSWORD_ST": server.password!,
+            ])
+        }
+
+        /// The requests with `method` the server logged after byte `mark` of its log.
+        func requests(_ method: String, since mark: Int) -> [Substring] {
+            let text = String(decoding: (FileManager.default.contents(atPath: log) ?? Data()).dropFirst(mark), as: UTF8.self)
+            // Each run starts with the probe of how writes are guarded, on a scratch file of its own.
+            return text.split(separator: "\n").filter {
+                $0.contains("\"\(method) ") && $0.contains(collection) && !$0.contains(".tidesync-tmp-probe-")
+            }
+        }
+
+        var logSize: Int { (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? Int) ?? 0 }
+
+        func cleanUp() {
+            try? FileManager.default.removeItem(atPath: disk)
+            try? FileManager.default.removeItem(atPath: home)
+        }
+    }
+
+    @Test("a tree goes up, the next pass does nothing, a change on the server comes down", arguments: servers.map(\.name))
+    func noChangePass(name: String) async throws {
+        let home = try Home(TestDAVServer(name: name))
+        defer { home.cleanUp() }
+        try FileManager.default.createDirectory(atPath: home.local + "/docs", withIntermediateDirectories: true)
+        for index in 0..<12 {
+            try Data("file \(index)\n".utf8).write(to: URL(fileURLWithPath: home.local + "/docs/f\(index).txt"))
+        }
+        try Data("top".utf8).write(to: URL(fileURLWithPath: home.local + "/top.txt"))
+        let first = try await home.runOnce()
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(FileManager.default.contents(atPath: home.disk + "/docs/f11.txt") == Data("file 11\n".utf8))
+
+        // lighttpd writes its access log in batches: the first run's uploads are all in it
+        // before the mark is taken.
+        let logged = try await waitUntil(timeout: .seconds(20)) { home.requests("PUT", since: 0).count >= 13 }
+        #expect(logged, "the server's log shows \(home.requests("PUT", since: 0).count) of the 13 uploads")
+        let mark = home.logSize
+        let second = try await home.runOnce()
+        #expect(second.status == 0, "\(second.errors)")
+        #expect(!second.errors.contains("step(s):"), "a pass with nothing to do planned steps: \(second.errors)")
+
+        try Data("changed on the server, longer".utf8).write(to: URL(fileURLWithPath: home.disk + "/top.txt"))
+        let third = try await home.runOnce()
+        #expect(third.status == 0, "\(third.errors)")
+        #expect(FileManager.default.contents(atPath: home.local + "/top.txt") == Data("changed on the server, longer".utf8))
+        // Once the third run's download is in the log, so is all of the second run: the one
+        // GET since the mark is that download, and nothing was uploaded.
+        let flushed = try await waitUntil(timeout: .seconds(20)) { !home.requests("GET", since: mark).isEmpty }
+        #expect(flushed, "the server's log never showed the third run's download")
+        let gets = home.requests("GET", since: mark), puts = home.requests("PUT", since: mark)
+        #expect(gets.count == 1 && gets.allSatisfy { $0.contains("top.txt") }, "downloaded again: \(gets.prefix(3))")
+        #expect(puts.isEmpty, "uploaded again: \(puts.prefix(3))")
+    }
+}
