@@ -160,6 +160,9 @@ func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [
             try await body(world, run)
         } catch {
             await run.finish()
+            // What the loop said, for a test that timed out waiting for it (seen on a loaded
+            // machine: a first upload not there within 60 s, with nothing else to go on).
+            print("--- \(remote): the live loop's log (last 80 lines) ---\n" + run.log.all.suffix(80).joined(separator: "\n"))
             throw error
         }
         await run.finish()
