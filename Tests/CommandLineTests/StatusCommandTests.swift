@@ -276,15 +276,22 @@ final class PrivateApache {
 
 @Suite("children the tests start")
 struct SpawnedChildTests {
-    @Test("a child started by spawnClosingDescriptors inherits no file the test process has open for writing")
-    func inheritsNothing() throws {
+    /// A new folder holding `held.txt`, open for writing in this process through a handle
+    /// that, as `Data.write`'s, has no O_CLOEXEC.
+    static func holdingAFile() throws -> (folder: String, held: FileHandle) {
         let folder = temporaryPath("tidesync-spawn-")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        // FileHandle opens without O_CLOEXEC, as Data.write does.
         #expect(FileManager.default.createFile(atPath: folder + "/held.txt", contents: nil))
-        let held = try #require(FileHandle(forWritingAtPath: folder + "/held.txt"))
-        defer { try? held.close() }
+        return (folder, try #require(FileHandle(forWritingAtPath: folder + "/held.txt")))
+    }
+
+    @Test("a child started by spawnClosingDescriptors inherits no file the test process has open for writing")
+    func inheritsNothing() throws {
+        let (folder, held) = try Self.holdingAFile()
+        defer {
+            try? held.close()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
         let listing = folder + "/fds.txt"
         let status = try spawnClosingDescriptors(["/bin/sh", "-c", "ls -l /proc/$$/fd/ > '\(listing)'"], environment: [:],
                                                  stderr: folder + "/err.txt")
@@ -299,12 +306,11 @@ struct SpawnedChildTests {
     /// bundle was held back pass after pass.
     @Test("children started by Binary.start, Binary.run and runTool inherit no file the test process has open for writing")
     func childProcessInheritsNothing() async throws {
-        let folder = temporaryPath("tidesync-spawn-")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        #expect(FileManager.default.createFile(atPath: folder + "/held.txt", contents: nil))
-        let held = try #require(FileHandle(forWritingAtPath: folder + "/held.txt"))
-        defer { try? held.close() }
+        let (folder, held) = try Self.holdingAFile()
+        defer {
+            try? held.close()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
         let list = "ls -l /proc/$$/fd/"
         let started = try Binary.start(["-c", list], environment: [:], executable: "/bin/sh", output: folder + "/started.txt")
         await waitForExit(started)

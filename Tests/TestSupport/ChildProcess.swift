@@ -22,6 +22,8 @@ public final class ChildProcess: @unchecked Sendable {
         /// A file, made empty first unless `keeping` (then written from its start, its
         /// inode kept: a test may have named it somewhere).
         case file(String, keeping: Bool)
+        /// A file appended to (made when missing).
+        case appending(String)
         /// The write end of a pipe the caller made.
         case descriptor(Int32)
     }
@@ -34,7 +36,8 @@ public final class ChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var waitStatus: Int32?
 
-    /// Starts `executable` with `arguments`; `environment` nil passes the test process's own.
+    /// Starts `executable` (looked up in PATH when it has no slash) with `arguments`;
+    /// `environment` nil passes the test process's own.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                 stdin: Stream = .inherited, stdout: Stream = .null, stderr: Stream = .null) throws {
         var actions = posix_spawn_file_actions_t()
@@ -49,7 +52,7 @@ public final class ChildProcess: @unchecked Sendable {
         let envp = pairs.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = posix_spawnp(&pid, executable, &actions, nil, argv, envp)
         guard spawned == 0 else {
             throw SpawnFailure(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
@@ -66,6 +69,8 @@ public final class ChildProcess: @unchecked Sendable {
         case .file(let path, let keeping):
             let flags = O_WRONLY | O_CREAT | (keeping ? 0 : O_TRUNC)
             posix_spawn_file_actions_addopen(&actions, target, path, flags, 0o600)
+        case .appending(let path):
+            posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         case .descriptor(let fd):
             posix_spawn_file_actions_adddup2(&actions, fd, target)
         }

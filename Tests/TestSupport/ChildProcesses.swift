@@ -44,25 +44,13 @@ public struct SpawnFailure: Error, CustomStringConvertible {
 }
 
 /// Runs `arguments` (the first looked up in PATH) to its end with nothing inherited but
-/// stdin and stdout on /dev/null and stderr appended to `stderr`; its wait status. Every
-/// descriptor above 2 is closed in the child (see `ChildProcess`).
+/// stdin and stdout on /dev/null and stderr appended to `stderr`; 0 when it exited 0 (its
+/// exit status or the signal that ended it otherwise). See `ChildProcess`.
 public func spawnClosingDescriptors(_ arguments: [String], environment: [String: String], stderr: String) throws -> Int32 {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-    try ChildProcess.closeFrom(3, in: &actions)
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
-    guard spawned == 0 else { throw SpawnFailure(description: "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return status
+    let child = try ChildProcess(arguments[0], Array(arguments.dropFirst()), environment: environment,
+                                 stdin: .null, stdout: .null, stderr: .appending(stderr))
+    child.waitUntilExit()
+    return child.terminationStatus
 }
 
 /// Waits for `process` to end without blocking a thread: tests share a few threads (one
