@@ -88,31 +88,17 @@ start() {
         printf '%s\n' "$pid" >"$dir/lighttpd.pid"
         url="http://127.0.0.1:$port/dav/"
         if await_dav "$url" "$DAV_USER:$password" "$pid"; then break; fi
-        stop_instance "$dir" || true
-        if grep -q 'Address already in use' "$dir/error.log"; then
-            say "port $port was taken meanwhile; trying another (attempt $attempt)"
-            url=""
-            continue
-        fi
-        say "tail of $dir/error.log:"
-        tail -n 30 "$dir/error.log" >&2
-        exit 1
+        retry_if_port_taken "$dir" "$port" "$attempt"
+        url=""
     done
     [[ -n "$url" ]] || die "could not start lighttpd after 5 attempts; see $dir/error.log"
     write_env "$dir" LIGHTTPD "$url" "$DAV_USER" "$password" "$dir/root" "$dir/access.log"
     say "$("$LIGHTTPD_BIN" -v 2>&1 | head -n 1) (pid $pid) on $url; env in $dir/env"
 }
 
-stop() {
-    local dir=$1
-    [[ -d "$dir" ]] || return 0
-    dir=$(cd "$dir" && pwd -P)
-    stop_instance "$dir" || die "could not stop the lighttpd instance in $dir"
-}
-
 [[ $# -eq 2 ]] || usage
 case "$1" in
 start) start "$2" ;;
-stop) stop "$2" ;;
+stop) stop_in "$2" ;;
 *) usage ;;
 esac

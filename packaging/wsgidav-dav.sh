@@ -122,16 +122,9 @@ start() {
     say "WsgiDAV $WSGIDAV_VERSION (pid $pid) on $url; env in $dir/env"
 }
 
-stop() {
-    local dir=$1
-    [[ -d "$dir" ]] || return 0
-    dir=$(cd "$dir" && pwd -P)
-    stop_instance "$dir" || die "could not stop the WsgiDAV instance in $dir"
-}
-
 [[ $# -eq 2 ]] || usage
 case "$1" in
 start) start "$2" ;;
-stop) stop "$2" ;;
+stop) stop_in "$2" ;;
 *) usage ;;
 esac

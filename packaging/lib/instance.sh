@@ -79,6 +79,29 @@ stop_instance() {
     return 0
 }
 
+# `stop DIR` of nginx-dav.sh, lighttpd-dav.sh and wsgidav-dav.sh: stop the instance in DIR, if DIR exists.
+stop_in() {
+    local dir=$1
+    [[ -d "$dir" ]] || return 0
+    dir=$(cd "$dir" && pwd -P)
+    stop_instance "$dir" || die "could not stop the $server instance in $dir"
+}
+
+# After a start in DIR on PORT that never answered: stops what is left and returns 0
+# when DIR/error.log says the port was taken meanwhile (the caller tries another, this
+# being attempt ATTEMPT); otherwise shows the log's tail and exits 1.
+retry_if_port_taken() {
+    local dir=$1 port=$2 attempt=$3
+    stop_instance "$dir" || true
+    if grep -q 'Address already in use' "$dir/error.log"; then
+        say "port $port was taken meanwhile; trying another (attempt $attempt)"
+        return 0
+    fi
+    say "tail of $dir/error.log:"
+    tail -n 30 "$dir/error.log" >&2
+    exit 1
+}
+
 # A TCP port on 127.0.0.1 that is free right now, from 20000-31999: below the
 # kernel's ephemeral range (32768-60999 by default), so no outgoing connection
 # takes it while a test has this Apache stopped and means to start it again on
