@@ -181,8 +181,13 @@ extension PlanRunner {
         }
         for step in ifDifferent {
             // The conflict copy's bundle upload uses this step's journaled token.
-            try await perform(step, operation: nil, temporary: step.needsTemporary ? folder.temporaryURL(beside: step.path) : nil,
-                              scratch: step.setsAsideRemotely(folder.bundles, recorded: context.recorded) ? scratch : nil, context: context)
+            do throws(ProviderError) {
+                try await perform(step, operation: nil, temporary: step.needsTemporary ? folder.temporaryURL(beside: step.path) : nil,
+                                  scratch: step.setsAsideRemotely(folder.bundles, recorded: context.recorded) ? scratch : nil,
+                                  context: context)
+            } catch {
+                throw explained(error, of: step)
+            }
         }
         try provider.complete(operation.map { [$0] } ?? [])
     }

@@ -29,6 +29,17 @@ extension PlanRunner {
         return failures
     }
 
+    /// Completes the earlier failures at paths the plan of a full pass has no step for:
+    /// both sides agree there now (a later pass or the other side settled it), so nothing
+    /// is in error any more and `status` must not list it until its retry time.
+    public func settle(_ failures: [RemotePath: PendingOperation], plan: [SyncAction]) throws(ProviderError) {
+        let planned = Set(plan.map(\.path))
+        let settled = failures.filter { !planned.contains($0.key) }
+        guard !settled.isEmpty else { return }
+        for path in settled.keys.map(\.description).sorted() { logger.info("\(path) is in agreement again; its earlier failure is cleared") }
+        try provider.complete(settled.map(\.value.id))
+    }
+
     /// Puts the server back in order after a bundle write cut short by a crash or a failure
     /// whose own clean-up could not reach the server: an old version set aside goes back in
     /// place (or, replaced meanwhile, beside it as a conflict copy for `host`), a half-built

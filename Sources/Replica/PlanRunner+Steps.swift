@@ -189,7 +189,11 @@ extension PlanRunner {
             return
         }
         for step in ifDifferent {
-            try await perform(step, operation: nil, temporary: step.needsTemporary ? temporary : nil, context: context)
+            do throws(ProviderError) {
+                try await perform(step, operation: nil, temporary: step.needsTemporary ? temporary : nil, context: context)
+            } catch {
+                throw explained(error, of: step)
+            }
         }
         try provider.complete(operation.map { [$0] } ?? [])
     }

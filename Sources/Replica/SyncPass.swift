@@ -99,6 +99,7 @@ public struct SyncPass: Sendable {
         let plan = plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap("plan")
         runner.sweepParts(parts, plan: plan, remote: remote)
+        if scope.isFull && scope.walksRemote { try runner.settle(failures, plan: plan) }
         guard !plan.isEmpty else {
             _ = release.admits(nil)
             record(held: nil)

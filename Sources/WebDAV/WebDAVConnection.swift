@@ -216,15 +216,33 @@ final class WebDAVConnection: Sendable {
     func stream<T: Sendable>(_ request: HTTPClientRequest, meter: TransferMeter,
                              _ consume: @escaping @Sendable (HTTPClientResponse) async throws -> T) async throws(ProviderError) -> T {
         let request = try authorized(request)
+        let answered = Mutex(false)
         do {
             return try await watched(request.method.rawValue, meter: meter) {
                 let response = try await self.client.execute(request, deadline: .distantFuture)
+                answered.withLock { $0 = true }
                 self.noteStatus(response.status, for: request)
                 return try await consume(response)
             }
         } catch {
+            if !answered.withLock({ $0 }), Self.isClose(error) {
+                throw ProviderError(.serverUnreachable, "the server closed the connection of \(request.method.rawValue) before it answered; will retry",
+                                    underlying: Self.closedUnanswered + " (\(error))")
+            }
             throw Self.map(error, method: request.method.rawValue)
         }
+    }
+
+    /// The `underlying` of the error `stream` throws when the server closed the connection
+    /// before any answer came: the request may not have reached it, and a guarded write
+    /// may be sent once more on a new connection (`WebDAVStore.putFile`).
+    static let closedUnanswered = "the server closed the connection before it answered"
+
+    /// True for an error that is the connection being closed under the request.
+    static func isClose(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError { return error == .remoteConnectionClosed }
+        if let error = error as? ChannelError { return error == .ioOnClosedChannel || error == .eof }
+        return false
     }
 
     /// Runs `operation` beside a watchdog that samples `meter` every second and cancels

@@ -135,17 +135,33 @@ extension WebDAVStore {
 
     /// PUTs the bytes of `file` (streamed, cut short if it changes meanwhile) to `path`;
     /// returns the status and the ETag the answer named, if any.
+    ///
+    /// A PUT whose connection the server closed before answering anything (a kept-alive
+    /// connection it dropped as the request went out: cheroot, under WsgiDAV, closes idle
+    /// ones beyond its limit) is sent once more on a new connection. That is safe because
+    /// every PUT is guarded or lands at a temporary name: had the first one landed, the
+    /// second finds the version changed (412) and the next plan compares the bytes.
     func putFile(_ file: OpenFile, _ before: OpenFile.Status, at path: RemotePath, headers: [(String, String)],
                  progress: TransferProgress?) async throws(ProviderError) -> (HTTPResponseStatus, ETag?) {
-        var request = connection.request("PUT", path: paths.requestPath(path),
-                                         headers: headers + [("Content-Type", "application/octet-stream")])
-        let meter = TransferMeter()
-        request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
-                                          unchanged: before, meter: meter),
-                               length: .known(before.size))
-        return try await connection.stream(request, meter: meter) { response in
-            do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
-            return (response.status, self.servedVersion(response.headers, status: 0))
+        var attempt = 0
+        while true {
+            attempt += 1
+            var request = connection.request("PUT", path: paths.requestPath(path),
+                                             headers: headers + [("Content-Type", "application/octet-stream")])
+            let meter = TransferMeter()
+            request.body = .stream(FileChunks(file: file, length: before.size, chunkSize: 256 << 10, progress: progress,
+                                              unchanged: before, meter: meter),
+                                   length: .known(before.size))
+            do {
+                return try await connection.stream(request, meter: meter) { response in
+                    do { _ = try await response.body.collect(upTo: 1 << 20) } catch {}
+                    return (response.status, self.servedVersion(response.headers, status: 0))
+                }
+            } catch where attempt == 1 && error.underlying?.hasPrefix(WebDAVConnection.closedUnanswered) == true
+                            && (try? file.status()) == before {
+                logger.info("the server closed the connection of the PUT of \(path) before it answered; sending it again")
+                continue
+            }
         }
     }
 

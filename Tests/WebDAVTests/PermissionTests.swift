@@ -88,6 +88,44 @@ struct PermissionTests {
         }
     }
 
+    @Test("a guarded PUT whose connection the server closes before answering is sent once more, on a new connection")
+    func hungUpPut() async throws {
+        let made = Mutex(Set<String>())
+        let hungUp = Mutex(false)
+        let server = try FakeDAVServer { request in
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            let exists = made.withLock { $0.contains(request.path) }
+            switch request.method {
+            case "PUT" where request.path.hasSuffix("/doc.txt") && !hungUp.withLock({ $0 }):
+                // As cheroot (WsgiDAV) does with a kept-alive connection beyond its limit.
+                hungUp.withLock { $0 = true }
+                return .init(status: 0, hangUp: true)
+            case "PUT" where exists && (request.headers["if-match"] != nil || request.headers["if-none-match"] != nil):
+                return .init(status: 412)
+            case "PUT":
+                made.withLock { _ = $0.insert(request.path) }
+                return .init(status: exists ? 204 : 201)
+            case "DELETE":
+                made.withLock { _ = $0.remove(request.path) }
+                return .init(status: 204)
+            case "HEAD": return .init(status: 200, headers: [("ETag", "\"e2\"")])
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        let source = temporaryPath("tidesync-put-")
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: source))
+        defer { unlink(source) }
+        try await Self.using(store) {
+            _ = try await store.upload(from: URL(fileURLWithPath: source), to: try RemotePath(["doc.txt"]),
+                                       condition: .mustNotExist, progress: nil)
+            #expect(server.requests.filter { $0.method == "PUT" && $0.path.hasSuffix("/doc.txt") }.count == 2)
+            #expect(made.withLock { $0.contains { $0.hasSuffix("/doc.txt") } })
+        }
+    }
+
     @Test("after a 401 the next request reads the password again, and only then")
     func passwordReadAgain() async throws {
         let accepted = Mutex("one")
