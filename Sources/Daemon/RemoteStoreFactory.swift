@@ -29,8 +29,9 @@ public enum RemoteStoreFactory {
                 throw ProviderError(.notAuthenticated,
                                     "domain \"\(domain.name)\" has a username but no password: set password_command, password_file or \(DomainConfiguration.passwordVariable(forDomain: domain.name))")
             }
-            let endpoint = try WebDAVEndpoint(baseURL: url, username: domain.username, password: password?.cleartext,
+            var endpoint = try WebDAVEndpoint(baseURL: url, username: domain.username, password: password?.cleartext,
                                               allowInsecureHTTP: domain.allowInsecureHTTP)
+            endpoint.trust = ServerTrust(caFile: domain.caFile, certificateSHA256: domain.certificateSHA256)
             let limits = TransferLimits(connectTimeout: domain.connectTimeout, lowSpeedLimit: domain.lowSpeedLimit.bytes,
                                         lowSpeedTime: domain.lowSpeedTime)
             // After a 401 the password is read again (password_command run anew), so one

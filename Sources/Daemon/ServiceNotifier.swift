@@ -75,6 +75,7 @@ public enum ServiceStatusLine {
         switch code {
         case .serverUnreachable: "server unreachable"
         case .notAuthenticated: "not authenticated"
+        case .serverNotTrusted: "server certificate not trusted"
         case .insufficientQuota: "server quota exceeded"
         case .localDiskFull: "local disk full"
         case .massDeletePaused: "mass delete needs confirmation"

@@ -32,6 +32,9 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         /// The server refuses this one item to this user (WebDAV 403): it is skipped and
         /// tried again later, and the rest of the domain syncs on.
         case permissionDenied
+        /// The server's TLS certificate is not trusted (not by the system, `ca_file` or
+        /// `certificate_sha256`); the domain parks until the setting or the server changes.
+        case serverNotTrusted
     }
 
     /// What the caller should do with the work that failed.
@@ -60,7 +63,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
 
     public var disposition: Disposition {
         switch code {
-        case .notAuthenticated, .serverUnreachable, .insufficientQuota, .localDiskFull, .massDeletePaused:
+        case .notAuthenticated, .serverUnreachable, .insufficientQuota, .localDiskFull, .massDeletePaused, .serverNotTrusted:
             .parkDomain
         case .locked, .syncAnchorExpired, .pageExpired, .cancelled:
             .retry

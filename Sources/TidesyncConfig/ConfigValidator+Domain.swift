@@ -1,3 +1,4 @@
+import Foundation
 import TOMLKit
 
 /// What was read of one `[[domain]]`, complete or not, for the checks across domains.
@@ -104,6 +105,7 @@ extension ConfigValidator {
         domain.username = string(table, "username", in: scope)
         if let credentials = readCredentials(table, in: scope) { domain.credentials = credentials }
         domain.allowInsecureHTTP = bool(table, "allow_insecure_http", in: scope) ?? false
+        readTrust(table, in: scope, into: &domain, remoteIsValid: remoteIsValid)
         guard remoteIsValid, case .webDAV(let url) = domain.remote else { return }
         let host = url.host ?? ""
         if url.scheme == "http", !domain.allowInsecureHTTP, !RemoteSyntax.isLoopback(host) {
@@ -122,6 +124,39 @@ extension ConfigValidator {
                 at: sourceMap.key(scope.path)
             )
         }
+    }
+
+    /// `ca_file` and `certificate_sha256`, for `https://` remotes only.
+    private mutating func readTrust(_ table: TOMLTable, in scope: KeyScope, into domain: inout DomainConfiguration,
+                                    remoteIsValid: Bool) {
+        if let file = path(table, "ca_file", in: scope) {
+            if let problem = Self.pemProblem(file) {
+                valueError("ca_file \(DiagnosticWording.quoted(file)) \(problem); give a PEM file of your server's CA certificate "
+                    + "(the text between -----BEGIN CERTIFICATE----- and -----END CERTIFICATE-----).", key: "ca_file", in: scope)
+            } else {
+                domain.caFile = file
+            }
+        }
+        if let text = string(table, "certificate_sha256", in: scope) {
+            let hex = text.lowercased().filter { $0 != ":" && !$0.isWhitespace }
+            if hex.count == 64, hex.allSatisfy(\.isHexDigit) {
+                domain.certificateSHA256 = hex
+            } else {
+                valueError("certificate_sha256 must be the certificate's SHA-256 fingerprint: 64 hex digits, colons allowed "
+                    + "(openssl x509 -noout -fingerprint -sha256 -in cert.pem prints it).", key: "certificate_sha256", in: scope)
+            }
+        }
+        guard remoteIsValid, domain.caFile != nil || domain.certificateSHA256 != nil else { return }
+        if case .webDAV(let url) = domain.remote, url.scheme == "https" { return }
+        let key = domain.caFile != nil ? "ca_file" : "certificate_sha256"
+        valueError("\(key) applies to https:// remotes only; remove it, or use an https:// remote.", key: key, in: scope)
+    }
+
+    /// Why `file` is no PEM certificate file, or nil when it holds at least one.
+    static func pemProblem(_ file: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: file) else { return "cannot be read" }
+        guard data.count < 16 << 20, let text = String(data: data, encoding: .utf8) else { return "is not a text file" }
+        return text.contains("-----BEGIN CERTIFICATE-----") ? nil : "holds no certificate"
     }
 
     private mutating func readCredentials(_ table: TOMLTable, in scope: KeyScope) -> CredentialSource? {

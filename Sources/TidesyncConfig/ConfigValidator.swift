@@ -24,11 +24,12 @@ struct KeyScope {
 
 /// Walks a parsed configuration table, checks every key and value, and
 /// collects every problem rather than stopping at the first. Pure apart from
-/// the password-file check, which looks at the file's mode.
+/// the password-file check, which looks at the file's mode, and the `ca_file`
+/// check, which reads the file.
 struct ConfigValidator {
     static let topLevelKeys = ["log_level", "socket", "state_dir", "domain"]
     static let domainKeys = [
-        "name", "local", "remote", "username", "password_command", "password_file", "allow_insecure_http",
+        "name", "local", "remote", "username", "password_command", "password_file", "allow_insecure_http", "ca_file", "certificate_sha256",
         "poll_interval", "debounce", "rescan_interval", "transfers", "max_delete", "exclude",
         "bundle_extensions", "placeholders", "connect_timeout", "low_speed_limit", "low_speed_time",
     ]

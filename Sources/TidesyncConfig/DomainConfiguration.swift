@@ -15,6 +15,10 @@ public struct DomainConfiguration: Sendable, Equatable {
     public var credentials: CredentialSource
     /// Whether plain `http` to a host other than this machine was allowed explicitly.
     public var allowInsecureHTTP: Bool
+    /// A PEM file of CA certificates trusted for this `https://` server besides the system's.
+    public var caFile: String?
+    /// The SHA-256 (lowercase hex) of the one self-signed certificate trusted for this server.
+    public var certificateSHA256: String?
     /// How often the remote is polled for changes (default 30 s).
     public var pollInterval: Duration
     /// How long local changes settle before they are acted on (default 1 s).

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import SyncEngine
 import Synchronization
 
@@ -14,6 +15,8 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
     let password: String?
     /// Maps paths below `baseURL` to request paths and back.
     let paths: WebDAVPath
+    /// The certificates trusted beyond the system's (`https://` only).
+    public var trust = ServerTrust.system
 
     /// Fails with `notAuthenticated`-free, user-facing `cannotSynchronize` errors for an
     /// unusable URL: not http(s), no host, credentials in the URL, or plain HTTP to a
@@ -59,6 +62,19 @@ public struct WebDAVEndpoint: Sendable, CustomStringConvertible {
         "Basic " + Data("\(username):\(password ?? "")".utf8).base64EncodedString()
     }
 
+    /// True for an IPv4 or IPv6 literal (never sent as a TLS server name).
+    static func isIPAddress(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
+    }
+
+    /// The host and port TLS connections go to.
+    var hostAndPort: (host: String, port: Int) {
+        (baseURL.host!.trimmingCharacters(in: CharacterSet(charactersIn: "[]")),
+         baseURL.port ?? (baseURL.scheme?.lowercased() == "https" ? 443 : 80))
+    }
+
     /// `scheme://host:port`, the origin requests go to.
     var origin: String {
         let host = baseURL.host!
@@ -90,7 +106,10 @@ struct CollectedResponse: Sendable {
 /// `HTTPClient` (decompression off, redirects not followed) and must be shut down.
 final class WebDAVConnection: Sendable {
     let endpoint: WebDAVEndpoint
-    let client: HTTPClient
+    /// The HTTP client; made at the first request when a certificate is pinned (its
+    /// settings need the server's chain), at once otherwise.
+    private let clients: Mutex<HTTPClient?>
+    private let configuration: HTTPClient.Configuration
     /// The largest metadata answer accepted (a hostile server cannot exhaust memory).
     static let maximumMetadataBytes = 256 << 20
     /// The most a metadata exchange may take, however fast its bytes come.
@@ -121,7 +140,42 @@ final class WebDAVConnection: Sendable {
                                   concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections)),
             decompression: .disabled)
         configuration.httpVersion = .http1Only
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.configuration = configuration
+        clients = Mutex(nil)
+        if endpoint.trust.certificateSHA256 == nil || endpoint.baseURL.scheme?.lowercased() != "https" {
+            // A `ca_file` that cannot be read fails every request with its reason instead.
+            if let tls = try? endpoint.trust.configuration() { configuration.tlsConfiguration = tls }
+            clients.withLock { $0 = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration) }
+        }
+    }
+
+    /// The HTTP client, made now if a pinned certificate waited for the server's chain:
+    /// the certificate `certificate_sha256` names must be among those the server presents,
+    /// and becomes the only root trusted.
+    func client() async throws(ProviderError) -> HTTPClient {
+        if let client = clients.withLock({ $0 }) { return client }
+        if let caFile = endpoint.trust.caFile { _ = try ServerTrust(caFile: caFile).configuration() }
+        let (host, port) = endpoint.hostAndPort
+        let chain = try await PresentedChain.fetch(host: host, port: port, timeout: limits.connectTimeout)
+        guard let pin = endpoint.trust.certificateSHA256, let pinned = chain.first(where: { $0.sha256 == pin }) else {
+            throw chain.first.map { $0.refusal(host: host, because: "certificate_sha256 names another certificate") }
+                ?? ProviderError(.serverNotTrusted, "\(host) presented no certificate")
+        }
+        // Only a self-signed certificate can be the one root (the server's own, or the CA
+        // atop the chain it sends); one issued by another is trusted through that issuer.
+        guard pinned.isSelfIssued else {
+            throw pinned.refusal(host: host, because: "certificate_sha256 names it, but it is issued by \(pinned.issuer); set ca_file to that issuer's certificate instead")
+        }
+        var configuration = configuration
+        configuration.tlsConfiguration = try endpoint.trust.configuration(pinned: pinned, isServers: pinned.sha256 == chain.first?.sha256)
+        let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let (client, spare) = clients.withLock { state -> (HTTPClient, HTTPClient?) in
+            if let state { return (state, made) }
+            state = made
+            return (made, nil)
+        }
+        if let spare { try? await spare.shutdown() }
+        return client
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {
@@ -129,7 +183,7 @@ final class WebDAVConnection: Sendable {
     }
 
     func shutdown() async {
-        try? await client.shutdown()
+        try? await clients.withLock({ $0 })?.shutdown()
     }
 
     /// A request for `path` (already encoded, absolute) with the common headers; `send`
@@ -178,13 +232,14 @@ final class WebDAVConnection: Sendable {
     /// connection. Held to the low-speed limit, like every exchange.
     func send(_ request: HTTPClientRequest) async throws(ProviderError) -> CollectedResponse {
         let request = try authorized(request)
+        let client = try await client()
         var attempt = 0
         while true {
             attempt += 1
             do {
                 let meter = TransferMeter()
                 return try await watched(request.method.rawValue, meter: meter) {
-                    let response = try await self.client.execute(request, timeout: Self.metadataTimeout)
+                    let response = try await client.execute(request, timeout: Self.metadataTimeout)
                     self.noteStatus(response.status, for: request)
                     var body = ByteBuffer()
                     for try await chunk in response.body {
@@ -204,7 +259,7 @@ final class WebDAVConnection: Sendable {
                 // after KeepAliveTimeout): a request that changes nothing is sent again.
                 continue
             } catch {
-                throw Self.map(error, method: request.method.rawValue)
+                throw await failure(error, method: request.method.rawValue)
             }
         }
     }
@@ -216,10 +271,11 @@ final class WebDAVConnection: Sendable {
     func stream<T: Sendable>(_ request: HTTPClientRequest, meter: TransferMeter,
                              _ consume: @escaping @Sendable (HTTPClientResponse) async throws -> T) async throws(ProviderError) -> T {
         let request = try authorized(request)
+        let client = try await client()
         let answered = Mutex(false)
         do {
             return try await watched(request.method.rawValue, meter: meter) {
-                let response = try await self.client.execute(request, deadline: .distantFuture)
+                let response = try await client.execute(request, deadline: .distantFuture)
                 answered.withLock { $0 = true }
                 self.noteStatus(response.status, for: request)
                 return try await consume(response)
@@ -229,8 +285,33 @@ final class WebDAVConnection: Sendable {
                 throw ProviderError(.serverUnreachable, "the server closed the connection of \(request.method.rawValue) before it answered; will retry",
                                     underlying: Self.closedUnanswered + " (\(error))")
             }
-            throw Self.map(error, method: request.method.rawValue)
+            throw await failure(error, method: request.method.rawValue)
         }
+    }
+
+    /// `map(error)`, except that a certificate the TLS handshake refused is named, with
+    /// the settings that would make it trusted (read from a second, unverified handshake
+    /// that sends nothing).
+    func failure(_ error: any Error, method: String) async -> ProviderError {
+        guard Self.isUntrustedCertificate(error) else { return Self.map(error, method: method) }
+        let (host, port) = endpoint.hostAndPort
+        let reason = "\(error)".contains("ostname") ? "it is not for the name \(host)" : "no trusted CA issued it"
+        do {
+            guard let presented = try await PresentedChain.fetch(host: host, port: port, timeout: limits.connectTimeout).first else {
+                return ProviderError(.serverNotTrusted, "\(host) presented no certificate")
+            }
+            return presented.refusal(host: host, because: reason)
+        } catch {
+            return ProviderError(.serverNotTrusted, "the certificate of \(host) is not trusted (\(reason)); set ca_file or certificate_sha256 in the domain's config",
+                                 underlying: error.description)
+        }
+    }
+
+    /// True for a TLS handshake that failed on the server's certificate (its chain or name).
+    static func isUntrustedCertificate(_ error: any Error) -> Bool {
+        if let error = error as? NIOSSLExtraError { return error == .failedToValidateHostname }
+        guard let error = error as? NIOSSLError, case .handshakeFailed = error else { return false }
+        return "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
     }
 
     /// The `underlying` of the error `stream` throws when the server closed the connection

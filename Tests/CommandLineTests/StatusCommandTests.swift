@@ -200,8 +200,10 @@ final class PrivateApache {
     let values: [String: String]
 
     /// Starts it; the script's wait for Apache's first answer runs off the test threads.
-    static func start() async throws -> PrivateApache {
+    /// With `tls` (a PEM certificate and its key) the shares are served over HTTPS too.
+    static func start(tls: (certificate: String, key: String)? = nil) async throws -> PrivateApache {
         let directory = "/tmp/tidesync-pa-" + UUID().uuidString.prefix(8)
+        if let tls { try installCertificate(tls, in: directory) }
         let result = try await onOwnThread { try shell(["bash", DaemonFixture.repository + "/packaging/dav-server.sh", "start", directory]) }
         guard result.status == 0 else { throw ControlFailure(.failed, "dav-server.sh start failed: \(result.errors)") }
         return try PrivateApache(directory: directory)
@@ -219,6 +221,38 @@ final class PrivateApache {
     }
 
     var password: String { values["TIDESYNC_TEST_DAV_PASSWORD"] ?? "" }
+
+    /// `https://127.0.0.1:PORT` when it serves HTTPS.
+    var tlsOrigin: String? { values["TIDESYNC_TEST_DAV_TLS_ORIGIN"] }
+
+    /// Puts `tls` where packaging/dav-server.sh looks for it (`DIR/tls/`).
+    static func installCertificate(_ tls: (certificate: String, key: String), in directory: String) throws {
+        let folder = directory + "/tls"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for (source, name) in [(tls.certificate, "cert.pem"), (tls.key, "key.pem")] {
+            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+            try FileManager.default.copyItem(atPath: source, toPath: folder + "/" + name)
+        }
+    }
+
+    /// What Apache said while it started (`restart`) and in its error log.
+    var startLog: String {
+        ["startup.log", "error.log"].map { (try? String(contentsOfFile: directory + "/" + $0, encoding: .utf8)) ?? "" }.joined(separator: "\n")
+    }
+
+    /// Serves another certificate on the same port: swaps the files and restarts Apache
+    /// gracefully (it reads its certificates again), then waits until it serves again.
+    func replaceCertificate(_ tls: (certificate: String, key: String)) async throws {
+        let before = startLog.components(separatedBy: "resuming normal operations").count
+        try Self.installCertificate(tls, in: directory)
+        // SIGUSR1 is Apache's graceful restart (what `apache2 -k graceful` sends).
+        let pid = (try? String(contentsOfFile: directory + "/httpd.pid", encoding: .utf8))
+            .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard let pid, kill(pid, SIGUSR1) == 0 else { throw ControlFailure(.failed, "cannot signal Apache in \(directory)") }
+        guard try await waitUntil(timeout: .seconds(30), { self.startLog.components(separatedBy: "resuming normal operations").count > before }) else {
+            throw ControlFailure(.failed, "Apache did not restart: \(startLog)")
+        }
+    }
 
     func collection() throws -> (url: String, disk: String) {
         let name = "c"
@@ -246,7 +280,7 @@ final class PrivateApache {
         let environment = ["APACHE_RUN_DIR": directory + "/run", "APACHE_LOCK_DIR": directory + "/lock",
                            "APACHE_LOG_DIR": directory, "APACHE_PID_FILE": directory + "/httpd.pid",
                            "APACHE_RUN_USER": owner, "APACHE_RUN_GROUP": owner, "LANG": "C", "PATH": "/usr/sbin:/usr/bin:/bin"]
-        let result = try await onOwnThread { [directory] in try Self.shell(["/usr/sbin/apache2", "-f", directory + "/httpd.conf", "-k", "start"], environment: environment) }
+        let result = try await onOwnThread { [directory] in try Self.shell(["/usr/sbin/apache2", "-f", directory + "/httpd.conf", "-E", directory + "/startup.log", "-k", "start"], environment: environment) }
         guard result.status == 0 else { throw ControlFailure(.failed, "apache2 -k start failed: \(result.errors)") }
     }
 
@@ -321,5 +355,20 @@ struct SpawnedChildTests {
             #expect(listing.contains("->"), "\(how): no listing: \(listing)")
             #expect(!listing.contains("held.txt"), "\(how): the child inherited the test's open file: \(listing)")
         }
+    }
+
+    /// A child started from a thread that blocks a signal does not block it: Apache started
+    /// so never took SIGUSR1, its graceful restart (the certificate change of `ServerTrustTests`).
+    @Test("a child starts with no signal blocked, whatever the starting thread blocks")
+    func childSignalMaskIsClean() async throws {
+        let status = try await onOwnThread { () throws -> String in
+            var blocked = sigset_t()
+            sigemptyset(&blocked)
+            sigaddset(&blocked, SIGUSR2)
+            pthread_sigmask(SIG_BLOCK, &blocked, nil)
+            let (_, output, _) = try ChildProcess.collect("/bin/sh", ["-c", "grep SigBlk /proc/$$/status"])
+            return String(decoding: output, as: UTF8.self)
+        }
+        #expect(status.contains("SigBlk:") && status.contains("0000000000000000"), "the child blocks signals: \(status)")
     }
 }

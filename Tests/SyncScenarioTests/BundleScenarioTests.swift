@@ -285,9 +285,18 @@ struct BundleScenarioTests {
     func watchedBundle(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try Self.makeBundle(world, "Live.app", files: 30)
-            try await eventually("the bundle uploaded") {
-                try Self.row(world, "Live.app")?.kind == .bundle && world.database.pendingOperations().isEmpty
-                    && readFile(world.onServer("Live.app/Contents/member-0.txt"))?.hasPrefix("v1") == true
+            let state = {
+                (try? Self.row(world, "Live.app")?.kind, try? world.database.pendingOperations(),
+                 readFile(world.onServer("Live.app/Contents/member-0.txt"))?.prefix(12))
+            }
+            let uploaded = try await waitUntil(timeout: .seconds(60)) {
+                let (kind, journal, member) = state()
+                return kind == .bundle && journal?.isEmpty == true && member?.hasPrefix("v1") == true
+            }
+            guard uploaded else {
+                let (kind, journal, member) = state()
+                Issue.record("the bundle was not uploaded: row kind \(String(describing: kind)), journal \(String(describing: journal)), member-0 on the server \(String(describing: member)), queue \(run.live.queue.waiting), members here \(SyncWorld.tree(world.local("Live.app")).count), on the server \(Self.serverManifest(world, "Live.app").count)")
+                return
             }
             try await run.quiesce()
             let version = try #require(try Self.row(world, "Live.app")?.remoteETag)

@@ -51,8 +51,20 @@ public final class ChildProcess: @unchecked Sendable {
         let pairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let envp = pairs.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
+        // A clean signal state: the test process blocks or ignores signals for its own
+        // handlers (Dispatch signal sources), and a child would inherit that. An Apache
+        // started so never saw its SIGUSR1 (graceful restart).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, executable, &actions, nil, argv, envp)
+        let spawned = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
         guard spawned == 0 else {
             throw SpawnFailure(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
