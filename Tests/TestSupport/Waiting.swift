@@ -16,7 +16,7 @@ public func waitUntil(timeout: Duration, every interval: Duration = .millisecond
 
 /// Waits until `condition` holds (see `waitUntil`); after `timeout`, records an issue
 /// naming `what` at the caller's line and throws, so the test stops there.
-public func eventually(_ what: String, timeout: Duration = .seconds(60), every interval: Duration = .milliseconds(50),
+public func eventually(_ what: String, timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(50),
                        sourceLocation: SourceLocation = #_sourceLocation,
                        _ condition: () async throws -> Bool) async throws {
     if try await waitUntil(timeout: timeout, every: interval, condition) { return }
