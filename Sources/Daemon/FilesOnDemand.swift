@@ -40,6 +40,8 @@ struct FilesOnDemand: Sendable {
         do throws(PreContentGroup.Failure) {
             let fanotify = try FanotifyPlaceholders(folder: folder, policy: policy, provider: provider,
                                                     alignment: settings.alignment.bytes, timeout: settings.hydrationTimeout,
+                                                    rules: HydrationRules(hydrateOnOpen: settings.hydrateOnOpen,
+                                                                          denyHydration: settings.denyHydration),
                                                     logger: logger)
             try Self.probe(fanotify.hydrator.group, in: folder)
             let scope = settings.mode == .all ? "every file" : "files of at least \(settings.minimumSize.bytes) bytes"
@@ -67,8 +69,8 @@ struct FilesOnDemand: Sendable {
             unlink(scratch)
         }
         do throws(PreContentGroup.Failure) {
-            try group.mark(fd, for: .preAccess)
-            try group.unmark(fd, for: .preAccess)
+            try group.mark(fd, for: Hydrator.marked)
+            try group.unmark(fd, for: Hydrator.marked)
         } catch {
             throw PreContentGroup.Failure(errno: error.errno, description: "the file system of \(folder.root) does not offer "
                                           + "fanotify pre-content events (ext4, xfs and btrfs do): \(error.description)")
@@ -96,6 +98,13 @@ struct FilesOnDemand: Sendable {
         }
     }
 
-    /// Stops the event loop (readers of placeholders wait until the daemon runs again).
-    func stop() { fanotify?.stop() }
+    /// A clean stop: locks the placeholders that are not whole (mode 000 until the next
+    /// start, so a reader gets EACCES rather than zeros once the group is gone), then stops
+    /// the event loop (readers already waiting wait until the daemon exits).
+    func stop(logger: Logger) {
+        guard let fanotify else { return }
+        let locked = fanotify.lockPlaceholders()
+        if locked > 0 { logger.info("\(locked) placeholder(s) made unreadable (mode 000) until tidesync runs again") }
+        fanotify.stop()
+    }
 }
