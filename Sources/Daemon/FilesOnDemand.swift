@@ -3,6 +3,7 @@
 // only when a pre-content group can be made (root, Linux 6.14+) and its folder's file
 // system takes a pre-content mark (ext4, xfs, btrfs; not tmpfs or NFS); otherwise every
 // file is downloaded whole, and the log and `status` say why.
+import Control
 import Foundation
 import Glibc
 import Logging
@@ -98,9 +99,21 @@ struct FilesOnDemand: Sendable {
         }
     }
 
+    /// The last hydrations for `status`, paths below `root`; nil without files on demand.
+    func recentHydrations(root: String) -> (@Sendable () -> [HydrationStatus])? {
+        guard let hydrator = fanotify?.hydrator else { return nil }
+        return {
+            hydrator.recentHydrations.map { entry in
+                let path = entry.path.hasPrefix(root + "/") ? String(entry.path.dropFirst(root.count + 1)) : entry.path
+                return HydrationStatus(program: entry.program, pid: Int(entry.pid), path: path, bytes: entry.bytes, at: entry.date)
+            }
+        }
+    }
+
     /// A clean stop: locks the placeholders that are not whole (mode 000 until the next
     /// start, so a reader gets EACCES rather than zeros once the group is gone), then stops
-    /// the event loop (readers already waiting wait until the daemon exits).
+    /// the event loop and closes the group (readers still waiting get EIO; no later open
+    /// waits on a group nobody reads, as the next domain's after a reload would).
     func stop(logger: Logger) {
         guard let fanotify else { return }
         let locked = fanotify.lockPlaceholders()

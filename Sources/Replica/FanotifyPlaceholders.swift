@@ -43,7 +43,8 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     /// Starts hydrating (the event loop's thread).
     public func start() { hydrator.start() }
 
-    /// Stops the event loop; readers of placeholders then wait until it runs again.
+    /// Stops the event loop and closes the group (see `Hydrator.stop`): call
+    /// `lockPlaceholders` first, or readers get zeros from then on.
     public func stop() { hydrator.stop() }
 
     private static func record(_ record: HydrationRecord, provider: SyncProvider, logger: Logger) {

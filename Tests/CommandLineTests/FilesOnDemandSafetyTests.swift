@@ -126,6 +126,8 @@ final class FilesOnDemandSafetyTests {
         try putOnServer("big.bin", FilesOnDemandTests.content(1))
         try putOnServer("small.txt", Data("small and whole\n".utf8))
         try await startAndWaitForPlaceholders(["big.bin"])
+        // The whole file is the control: readable by a user before and after the stop.
+        try #require(chmod(small, 0o644) == 0)
         // A user reads one page while the daemon runs: the folder is open to them.
         let running = try await read(big, skip: 10, count: 1, unprivileged: true)
         #expect(running.status == 0 && running.data == FilesOnDemandTests.content(1)[40_960..<45_056], "\(running.message)")
@@ -154,7 +156,7 @@ final class FilesOnDemandSafetyTests {
         #expect(mode(big) == 0o644 && savedMode(big) == nil)
     }
 
-    @Test("an indexer in deny_hydration gets EPERM for a placeholder's missing bytes and fetches nothing")
+    @Test("an indexer in deny_hydration gets EPERM for a placeholder's missing bytes and fetches nothing; status shows who hydrated")
     func anIndexerFetchesNothing() async throws {
         try putOnServer("big.bin", FilesOnDemandTests.content(1))
         try await startAndWaitForPlaceholders(["big.bin"])
@@ -171,6 +173,15 @@ final class FilesOnDemandSafetyTests {
 
         let read = try await read(local("big.bin"), skip: 20, count: 4)
         #expect(read.status == 0 && read.data == FilesOnDemandTests.content(1)[81_920..<98_304], "\(read.message)")
+
+        // status names who pulled what: dd, one 64 KiB aligned range of big.bin; not the indexer.
+        let status = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
+        let hydrations = status["recentHydrations"] as? [[String: Any]] ?? []
+        #expect(hydrations.count == 1, "\(hydrations)")
+        #expect(hydrations.last?["program"] as? String == "dd" && hydrations.last?["path"] as? String == "big.bin"
+                && hydrations.last?["bytes"] as? Int == 65_536 && (hydrations.last?["pid"] as? Int ?? 0) > 0, "\(hydrations)")
+        let screen = try await fixture.tidesync(["status"]).output
+        #expect(screen.contains("last hydrations:") && screen.contains("dd (pid "), "status said:\n\(screen)")
         #expect(await fixture.stopDaemon() == 0)
     }
 }

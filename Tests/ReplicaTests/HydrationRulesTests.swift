@@ -133,6 +133,21 @@ import Glibc
         #expect(fixture.hydrator.recentHydrations.map(\.program) == ["dd"])
     }
 
+    /// A stopped hydrator closes its group: no later open or read of a placeholder (this
+    /// process's own, or a program's) waits on a loop nobody runs. (Without a group the
+    /// holes read as zeros: a clean stop locks placeholders first, see `PlaceholderLock`.)
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func nothingWaitsOnAStoppedHydrator() async throws {
+        let fixture = try Fixture(HydrationRules(hydrateOnOpen: ["cp"]))
+        defer { fixture.finish() }
+        let placeholder = try fixture.makePlaceholder("late.bin")
+        fixture.hydrator.stop()
+        let copied = try await fixture.run("/usr/bin/timeout", ["-s", "KILL", "20", "/bin/cp", placeholder, fixture.scratch + "/late.bin"])
+        #expect(copied.status == 0, "cp after the stop: \(copied.status) \(copied.message)")
+        let read = try await fixture.run("/usr/bin/timeout", ["-s", "KILL", "20", "/bin/dd", "if=\(placeholder)", "count=1", "status=none"])
+        #expect(read.status == 0, "dd after the stop: \(read.status) \(read.message)")
+    }
+
     func copyProgram(_ from: String, _ to: String) -> Bool {
         (try? FileManager.default.copyItem(atPath: from, toPath: to)) != nil && chmod(to, 0o755) == 0
     }

@@ -61,6 +61,11 @@ public final class Hydrator: @unchecked Sendable {
     private var stopped = false
     private var seen = 0
     private var thread: Thread?
+    /// The descriptors of the events read and not answered yet: each is answered once,
+    /// by whoever takes it out of here (a fill, or `stop`).
+    private var pending: Set<Int32> = []
+    /// Signalled when the event loop has ended.
+    private let loopEnded = DispatchSemaphore(value: 0)
 
     /// A hydrator with a new pre-content group (needs root and Linux 6.14+). `recorded` is
     /// called after each range is on disk and before its reader goes on.
@@ -119,17 +124,30 @@ public final class Hydrator: @unchecked Sendable {
     public func start() {
         let thread = Thread { [self] in loop() }
         thread.name = "tidesync-hydrator"
-        self.thread = thread
+        lock.withLock { self.thread = thread }
         thread.start()
     }
 
-    /// Stops the event loop within its poll interval; events still queued wait for a group
-    /// that reads them (closing the group would let readers through as zeros, facts §0.2).
+    /// Stops the event loop, answers the events still waiting with EIO (a reader gets an
+    /// error, never the zeros it would read once the group is gone), and closes the group:
+    /// its marks go with it, so no open or read waits on a loop that no longer runs (a
+    /// process's own opens of a placeholder included). Lock the placeholders first.
     public func stop() {
-        lock.withLock { stopped = true }
+        let running = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return thread != nil && !stopped
+        }
+        if running { loopEnded.wait() }
+        let waiting = lock.withLock { () -> Set<Int32> in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for file in waiting { group.answer(PreContentGroup.Event(file: file, pid: 0, events: [], range: nil), with: .deny(EIO)) }
+        group.close()
     }
 
     private func loop() {
+        defer { loopEnded.signal() }
         while !lock.withLock({ stopped }) {
             switch group.wait(milliseconds: 50) {
             case .timedOut: continue
@@ -145,7 +163,10 @@ public final class Hydrator: @unchecked Sendable {
     /// Answers at once what needs no fetch; hands a placeholder's read to a task. An open
     /// asks for the whole file when its program skips holes, and for nothing otherwise.
     private func dispatch(_ event: PreContentGroup.Event) {
-        lock.withLock { seen += 1 }
+        lock.withLock {
+            seen += 1
+            pending.insert(event.file)
+        }
         guard event.pid != getpid(), let identity = Self.identity(of: event.file),
               let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
         let opening = event.events.contains(.openPermission)
@@ -181,7 +202,10 @@ public final class Hydrator: @unchecked Sendable {
         return ByteRange(offset: offset, length: end - offset).aligned(to: alignment, fileSize: size)
     }
 
+    /// Answers `event` unless `stop` answered it already (its descriptor is closed then,
+    /// and its number may be another file's).
     func answer(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) {
+        guard lock.withLock({ pending.remove(event.file) != nil }) else { return }
         if !group.answer(event, with: response) {
             logger.error("could not answer a fanotify event of pid \(event.pid)")
         }
