@@ -82,6 +82,8 @@ public final class PreContentGroup: @unchecked Sendable {
     private typealias InitFunction = @convention(c) (UInt32, UInt32) -> Int32
     private typealias MarkFunction = @convention(c) (Int32, UInt32, UInt64, Int32, UnsafePointer<CChar>?) -> Int32
     private static let initFunction: InitFunction? = symbol("fanotify_init")
+    /// `/dev/null`, read-only: put in an event's place before it is answered.
+    private static let nothing = open("/dev/null", O_RDONLY | O_CLOEXEC)
     private static let markFunction: MarkFunction? = symbol("fanotify_mark")
 
     private static func symbol<T>(_ name: String) -> T? {
@@ -207,6 +209,11 @@ public final class PreContentGroup: @unchecked Sendable {
     @discardableResult
     public func answer(_ event: Event, with response: Response) -> Bool {
         defer { Glibc.close(event.file) }
+        // Let go of the read-write file before the waiting process goes on: an opener that
+        // next takes a read lease (the daemon's own writer check) would find it open for
+        // writing. The number stays taken until the answer is written, so it names no other
+        // event's file meanwhile (the kernel matches answers by number).
+        if Self.nothing >= 0, dup2(Self.nothing, event.file) == event.file { _ = fcntl(event.file, F_SETFD, FD_CLOEXEC) }
         return isOpen.withLock { open in
             guard open else { return true }
             var record: (Int32, UInt32) = (event.file, response.value)
