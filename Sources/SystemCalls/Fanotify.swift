@@ -214,16 +214,18 @@ public final class PreContentGroup: @unchecked Sendable {
         // writing. The number stays taken until the answer is written, so it names no other
         // event's file meanwhile (the kernel matches answers by number).
         if Self.nothing >= 0, dup2(Self.nothing, event.file) == event.file { _ = fcntl(event.file, F_SETFD, FD_CLOEXEC) }
-        return isOpen.withLock { open in
-            guard open else { return true }
-            var record: (Int32, UInt32) = (event.file, response.value)
-            var written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
-            if written != 8 {
-                // An answer the kernel refused would leave the reader waiting forever: a plain deny.
-                record.1 = 0x02
-                written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
-            }
-            return written == 8
+        return isOpen.withLock { open in open ? respond(to: event.file, response) : true }
+    }
+
+    /// Writes the answer for the event with descriptor number `file` (the group is open).
+    private func respond(to file: Int32, _ response: Response) -> Bool {
+        var record: (Int32, UInt32) = (file, response.value)
+        var written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
+        if written != 8 {
+            // An answer the kernel refused would leave the reader waiting forever: a plain deny.
+            record.1 = 0x02
+            written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
         }
+        return written == 8
     }
 }

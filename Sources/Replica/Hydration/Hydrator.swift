@@ -160,25 +160,29 @@ public final class Hydrator: @unchecked Sendable {
         }
     }
 
-    /// Answers at once what needs no fetch; hands a placeholder's read to a task. An open
-    /// asks for the whole file when its program skips holes, and for nothing otherwise.
+    /// Answers at once what needs no fetch; hands a placeholder's read to a task.
     private func dispatch(_ event: PreContentGroup.Event) {
         lock.withLock {
             seen += 1
             pending.insert(event.file)
         }
-        guard event.pid != getpid(), let identity = Self.identity(of: event.file),
-              let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
-        let opening = event.events.contains(.openPermission)
-        let opener = opening ? HydrationRules.processName(of: event.pid) : nil
-        guard !opening || rules.hydrateOnOpen.contains(opener ?? "") else { return answer(event, .allow) }
-        let wanted = Self.wanted(opening ? nil : event.range, size: placeholder.size, alignment: alignment)
-        let missing = placeholder.present.missing(in: wanted).reduce(Int64(0)) { $0 + $1.length }
-        guard missing > 0 else { return answer(event, .allow) }
-        let reader = HydrationEntry(program: opener ?? HydrationRules.processName(of: event.pid), pid: event.pid,
-                                    path: placeholder.path, bytes: missing)
+        guard event.pid != getpid(), let identity = Self.identity(of: event.file), let placeholder = registry.placeholder(identity),
+              let (wanted, reader) = request(event, of: placeholder) else { return answer(event, .allow) }
         guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
         Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
+    }
+
+    /// The bytes `event` needs fetched, and who asks; nil when none. A read needs what it
+    /// reads; an open needs the whole file when its program skips holes, nothing otherwise.
+    private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder) -> (ByteRange, HydrationEntry)? {
+        let opening = event.events.contains(.openPermission)
+        let opener = opening ? HydrationRules.processName(of: event.pid) : nil
+        guard !opening || rules.hydrateOnOpen.contains(opener ?? "") else { return nil }
+        let wanted = Self.wanted(opening ? nil : event.range, size: placeholder.size, alignment: alignment)
+        let missing = placeholder.present.missing(in: wanted).reduce(Int64(0)) { $0 + $1.length }
+        guard missing > 0 else { return nil }
+        return (wanted, HydrationEntry(program: opener ?? HydrationRules.processName(of: event.pid), pid: event.pid,
+                                       path: placeholder.path, bytes: missing))
     }
 
     /// A program of `deny_hydration` reading bytes a placeholder lacks: EPERM, nothing fetched.
