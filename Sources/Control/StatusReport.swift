@@ -93,6 +93,9 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     /// Whether files on demand runs for a domain that asked for it, and why not when it
     /// does not; left out for a domain with `mode = "off"`.
     public var filesOnDemand: String?
+    /// With files on demand: the last reads that fetched bytes, oldest first (who pulled
+    /// what); left out when there are none.
+    public var recentHydrations: [HydrationStatus]?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],
@@ -127,6 +130,26 @@ public struct UnreadableFolderStatus: Codable, Sendable, Equatable {
         self.path = path
         self.side = side
         self.reason = reason
+    }
+}
+
+/// One read of a placeholder that fetched bytes.
+public struct HydrationStatus: Codable, Sendable, Equatable {
+    /// The reading process's name (`/proc/PID/comm`); nil when it was gone before it was looked up.
+    public var program: String?
+    public var pid: Int
+    /// The file, below the domain root.
+    public var path: String
+    /// The bytes fetched for that read.
+    public var bytes: Int64
+    public var at: Date
+
+    public init(program: String?, pid: Int, path: String, bytes: Int64, at: Date) {
+        self.program = program
+        self.pid = pid
+        self.path = path
+        self.bytes = bytes
+        self.at = at
     }
 }
 

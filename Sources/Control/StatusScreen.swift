@@ -35,6 +35,7 @@ public enum StatusScreen {
         if let held = domain.heldDeletions { lines.append("  " + held.summary) }
         if let changed = domain.remoteChanged { lines.append("  " + changed) }
         if let onDemand = domain.filesOnDemand { lines.append("  " + onDemand) }
+        lines += hydrationLines(domain.recentHydrations ?? [], clock: clock)
         if let folders = domain.unreadableFolders, !folders.isEmpty {
             lines.append("  NOT SYNCED, cannot be read (left as they were on both sides; tried again each pass):")
             for folder in folders.prefix(10) {
@@ -125,6 +126,14 @@ public enum StatusScreen {
     }
 
     /// `1.5 MiB`: binary units, one decimal above bytes.
+    /// The last hydrations, newest first: who pulled how much of what, and when.
+    static func hydrationLines(_ hydrations: [HydrationStatus], clock: Clock) -> [String] {
+        guard !hydrations.isEmpty else { return [] }
+        return ["  last hydrations:"] + hydrations.reversed().map { entry in
+            "    \(entry.program ?? "?") (pid \(entry.pid)) \(bytes(entry.bytes)) of \(entry.path), \(clock.time(entry.at))"
+        }
+    }
+
     public static func bytes(_ value: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
         var amount = Double(value)

@@ -57,6 +57,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var remoteChange: RemoteChange?
         /// Files on demand for a domain that asked for it: on, or why not; nil for mode off.
         public var filesOnDemand: String?
+        /// With files on demand: the last reads that fetched bytes, oldest first.
+        public var recentHydrations: [HydrationStatus] = []
     }
 
     /// The domain's name.
@@ -68,6 +70,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Where `snapshot` reads the last hydrations from (the hydrator keeps them).
+    private let hydrations = Mutex<(@Sendable () -> [HydrationStatus])?>(nil)
     private let onChange: @Sendable () -> Void
     /// Ends `wait` early: on sync-now and when its stop flag is set.
     private let retryWakeup = Wakeup()
@@ -91,11 +95,13 @@ public final class DomainMonitor: PlanObserver, Sendable {
 
     /// The current state.
     public func snapshot() -> Snapshot {
-        state.withLock { record in
+        var snapshot = state.withLock { record in
             var snapshot = record.snapshot
             snapshot.pending = record.steps.keys.sorted().compactMap { record.steps[$0] }
             return snapshot
         }
+        snapshot.recentHydrations = hydrations.withLock { $0 }?() ?? []
+        return snapshot
     }
 
     /// Gives the monitor the domain's state DB, to keep the last complete sync in.
@@ -106,6 +112,11 @@ public final class DomainMonitor: PlanObserver, Sendable {
             record.snapshot.lastCompleteSync = record.snapshot.lastCompleteSync ?? last
             record.lastPersisted = last
         }
+    }
+
+    /// Shows the last hydrations `source` gives (nil: none, files on demand is not running).
+    func setHydrations(_ source: (@Sendable () -> [HydrationStatus])?) {
+        hydrations.withLock { $0 = source }
     }
 
     /// Shows whether files on demand runs (nil: the domain did not ask for it).

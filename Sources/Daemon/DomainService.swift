@@ -54,6 +54,7 @@ public final class DomainService: Sendable {
         let onDemand = FilesOnDemand(domain.placeholders, folder: folder, provider: provider, staysRunning: staysRunning,
                                      logger: logger)
         monitor.setFilesOnDemand(onDemand.sentence)
+        monitor.setHydrations(onDemand.recentHydrations(root: domain.localPath))
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
                                 observer: monitor, placeholders: onDemand.port)
         self.onDemand = onDemand
@@ -72,7 +73,7 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        defer { onDemand.stop() }
+        defer { onDemand.stop(logger: logger) }
         let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
                                                                  rescanInterval: domain.rescanInterval),
                             root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))
@@ -87,7 +88,7 @@ public final class DomainService: Sendable {
     /// they are named with the processes holding them.
     public func runOnce(maxPasses: Int = 6) async -> Outcome {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        defer { onDemand.stop() }
+        defer { onDemand.stop(logger: logger) }
         var last = ""
         var lastFailure: String?
         var heldWaits = 0

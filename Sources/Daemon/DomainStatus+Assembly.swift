@@ -77,6 +77,7 @@ extension DomainStatus {
         }
         status.remoteChanged = live.remoteChange?.message(domain: domain.name)
         status.filesOnDemand = live.filesOnDemand
+        status.recentHydrations = live.recentHydrations.isEmpty ? nil : live.recentHydrations
         (status.state, status.paused, status.error) = state(of: live)
         if live.watcher.watchLimitReached, status.error == nil {
             status.error = ErrorInfo(code: "watchLimitReached",

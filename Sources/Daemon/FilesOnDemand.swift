@@ -3,6 +3,7 @@
 // only when a pre-content group can be made (root, Linux 6.14+) and its folder's file
 // system takes a pre-content mark (ext4, xfs, btrfs; not tmpfs or NFS); otherwise every
 // file is downloaded whole, and the log and `status` say why.
+import Control
 import Foundation
 import Glibc
 import Logging
@@ -40,6 +41,8 @@ struct FilesOnDemand: Sendable {
         do throws(PreContentGroup.Failure) {
             let fanotify = try FanotifyPlaceholders(folder: folder, policy: policy, provider: provider,
                                                     alignment: settings.alignment.bytes, timeout: settings.hydrationTimeout,
+                                                    rules: HydrationRules(hydrateOnOpen: settings.hydrateOnOpen,
+                                                                          denyHydration: settings.denyHydration),
                                                     logger: logger)
             try Self.probe(fanotify.hydrator.group, in: folder)
             let scope = settings.mode == .all ? "every file" : "files of at least \(settings.minimumSize.bytes) bytes"
@@ -67,8 +70,8 @@ struct FilesOnDemand: Sendable {
             unlink(scratch)
         }
         do throws(PreContentGroup.Failure) {
-            try group.mark(fd, for: .preAccess)
-            try group.unmark(fd, for: .preAccess)
+            try group.mark(fd, for: Hydrator.marked)
+            try group.unmark(fd, for: Hydrator.marked)
         } catch {
             throw PreContentGroup.Failure(errno: error.errno, description: "the file system of \(folder.root) does not offer "
                                           + "fanotify pre-content events (ext4, xfs and btrfs do): \(error.description)")
@@ -96,6 +99,25 @@ struct FilesOnDemand: Sendable {
         }
     }
 
-    /// Stops the event loop (readers of placeholders wait until the daemon runs again).
-    func stop() { fanotify?.stop() }
+    /// The last hydrations for `status`, paths below `root`; nil without files on demand.
+    func recentHydrations(root: String) -> (@Sendable () -> [HydrationStatus])? {
+        guard let hydrator = fanotify?.hydrator else { return nil }
+        return {
+            hydrator.recentHydrations.map { entry in
+                let path = entry.path.hasPrefix(root + "/") ? String(entry.path.dropFirst(root.count + 1)) : entry.path
+                return HydrationStatus(program: entry.program, pid: Int(entry.pid), path: path, bytes: entry.bytes, at: entry.date)
+            }
+        }
+    }
+
+    /// A clean stop: locks the placeholders that are not whole (mode 000 until the next
+    /// start, so a reader gets EACCES rather than zeros once the group is gone), then stops
+    /// the event loop and closes the group (readers still waiting get EIO; no later open
+    /// waits on a group nobody reads, as the next domain's after a reload would).
+    func stop(logger: Logger) {
+        guard let fanotify else { return }
+        let locked = fanotify.lockPlaceholders()
+        if locked > 0 { logger.info("\(locked) placeholder(s) made unreadable (mode 000) until tidesync runs again") }
+        fanotify.stop()
+    }
 }

@@ -24,11 +24,12 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     let logger: Logger
 
     /// A port with a new pre-content group; throws when the kernel or the privileges do not
-    /// allow one. Fetches are widened to `alignment`; a reader waits at most `timeout`.
+    /// allow one. Fetches are widened to `alignment`; a reader waits at most `timeout`;
+    /// `rules` say which programs hydrate whole on open and which may not hydrate.
     public init(folder: LocalFolder, policy: PlaceholderPolicy, provider: SyncProvider, alignment: Int64,
-                timeout: Duration, logger: Logger) throws(PreContentGroup.Failure) {
+                timeout: Duration, rules: HydrationRules = HydrationRules(), logger: Logger) throws(PreContentGroup.Failure) {
         let serial = NSLock()
-        hydrator = try Hydrator(alignment: alignment, timeout: timeout, logger: logger) { record in
+        hydrator = try Hydrator(alignment: alignment, timeout: timeout, rules: rules, logger: logger) { record in
             // One at a time: two fills of one file would otherwise write their range sets in
             // either order (the hydrator's set only grows, so the last one holds both).
             serial.withLock { Self.record(record, provider: provider, logger: logger) }
@@ -42,7 +43,8 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     /// Starts hydrating (the event loop's thread).
     public func start() { hydrator.start() }
 
-    /// Stops the event loop; readers of placeholders then wait until it runs again.
+    /// Stops the event loop and closes the group (see `Hydrator.stop`): call
+    /// `lockPlaceholders` first, or readers get zeros from then on.
     public func stop() { hydrator.stop() }
 
     private static func record(_ record: HydrationRecord, provider: SyncProvider, logger: Logger) {
@@ -160,12 +162,14 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         defer { close(fd) }
         let stat = Hydrator.localStat(of: fd)
         guard stat == recorded.record.local, ExtendedAttributes.get(LocalFolder.PlaceholderAttribute.item, of: fd) == recorded.record.id.rawValue else {
-            logger.warning("\(absolute) changed while tidesync was not running; it is synced as a local change, not hydrated")
+            logger.warning("\(absolute) changed while tidesync was not running; it is synced as a local change, not hydrated\(Self.lockedNote(fd))")
             return false
         }
         try hydrator.watch(fd, as: KnownPlaceholder(item: recorded.record.id, path: absolute, version: recorded.record.remoteETag,
                                                     size: recorded.record.size, present: recorded.present,
                                                     fetch: Self.fetcher(bytes, path: absolute)))
+        // Marked first: from here on a read is hydrated, so the mode a stop took comes back.
+        PlaceholderLock.unlock(fd)
         return true
     }
 

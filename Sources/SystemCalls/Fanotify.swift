@@ -4,12 +4,16 @@
 // kernel's uapi values (include/uapi/linux/fanotify.h; early drafts used 0x00080000 for
 // FAN_PRE_ACCESS, the merged value is 0x00100000).
 import Glibc
+import Synchronization
 
 /// A fanotify group of class `FAN_CLASS_PRE_CONTENT`, with inode marks only: a read of a
 /// marked file blocks until the group answers its event. Needs global CAP_SYS_ADMIN.
 public final class PreContentGroup: @unchecked Sendable {
     /// The group's descriptor; events are read from it and answered through it.
     public let descriptor: Int32
+    /// False once `close` ran: marks and answers are then refused, never written to a
+    /// descriptor number the kernel may have given to another file.
+    private let isOpen = Mutex(true)
 
     /// The events a mark asks for.
     public struct Events: OptionSet, Sendable {
@@ -50,6 +54,13 @@ public final class PreContentGroup: @unchecked Sendable {
         /// end" (a clone, a truncate). Nil when the kernel gave no range (an open).
         public var range: (offset: UInt64, count: UInt64)?
 
+        public init(file: Int32, pid: Int32, events: Events, range: (offset: UInt64, count: UInt64)?) {
+            self.file = file
+            self.pid = pid
+            self.events = events
+            self.range = range
+        }
+
         public static func == (lhs: Event, rhs: Event) -> Bool {
             lhs.file == rhs.file && lhs.pid == rhs.pid && lhs.events == rhs.events
                 && lhs.range?.offset == rhs.range?.offset && lhs.range?.count == rhs.range?.count
@@ -71,6 +82,8 @@ public final class PreContentGroup: @unchecked Sendable {
     private typealias InitFunction = @convention(c) (UInt32, UInt32) -> Int32
     private typealias MarkFunction = @convention(c) (Int32, UInt32, UInt64, Int32, UnsafePointer<CChar>?) -> Int32
     private static let initFunction: InitFunction? = symbol("fanotify_init")
+    /// `/dev/null`, read-only: put in an event's place before it is answered.
+    private static let nothing = open("/dev/null", O_RDONLY | O_CLOEXEC)
     private static let markFunction: MarkFunction? = symbol("fanotify_mark")
 
     private static func symbol<T>(_ name: String) -> T? {
@@ -94,7 +107,17 @@ public final class PreContentGroup: @unchecked Sendable {
         descriptor = fd
     }
 
-    deinit { close(descriptor) }
+    deinit { close() }
+
+    /// Closes the group: its marks go with it and the kernel lets every event still
+    /// unanswered through (facts §0.2). Stop reading events first.
+    public func close() {
+        isOpen.withLock { open in
+            guard open else { return }
+            open = false
+            Glibc.close(descriptor)
+        }
+    }
 
     /// Marks the file open as `file` (an inode mark: every path to it, and nothing else).
     public func mark(_ file: Int32, for events: Events) throws(Failure) {
@@ -108,8 +131,16 @@ public final class PreContentGroup: @unchecked Sendable {
 
     private func changeMark(_ file: Int32, flags: UInt32, events: Events) throws(Failure) {
         guard let markFunction = Self.markFunction else { throw Failure(errno: ENOSYS, description: "this C library has no fanotify_mark") }
-        guard markFunction(descriptor, flags, events.rawValue, file, nil) == 0 else {
-            let code = errno
+        let result = isOpen.withLock { open -> Int32? in
+            guard open else { return nil }
+            return markFunction(descriptor, flags, events.rawValue, file, nil) == 0 ? 0 : errno
+        }
+        // A closed group holds no marks: removing one is done, adding one is refused.
+        guard let code = result else {
+            if flags == 0x02 { return }
+            throw Failure(errno: EBADF, description: "the fanotify group is closed (tidesync is stopping)")
+        }
+        guard code == 0 else {
             throw Failure(errno: code, description: code == EINVAL
                           ? "this file system does not offer pre-content events (ext4, xfs and btrfs do)"
                           : "fanotify_mark failed: \(String(cString: strerror(code)))")
@@ -174,16 +205,27 @@ public final class PreContentGroup: @unchecked Sendable {
     }
 
     /// Answers `event` (the waiting reader goes on, or gets the errno) and closes its file.
+    /// Once the group is closed there is nothing to answer (the kernel let the event through).
     @discardableResult
     public func answer(_ event: Event, with response: Response) -> Bool {
-        var record: (Int32, UInt32) = (event.file, response.value)
+        defer { Glibc.close(event.file) }
+        // Let go of the read-write file before the waiting process goes on: an opener that
+        // next takes a read lease (the daemon's own writer check) would find it open for
+        // writing. The number stays taken until the answer is written, so it names no other
+        // event's file meanwhile (the kernel matches answers by number).
+        if Self.nothing >= 0, dup2(Self.nothing, event.file) == event.file { _ = fcntl(event.file, F_SETFD, FD_CLOEXEC) }
+        return isOpen.withLock { open in open ? respond(to: event.file, response) : true }
+    }
+
+    /// Writes the answer for the event with descriptor number `file` (the group is open).
+    private func respond(to file: Int32, _ response: Response) -> Bool {
+        var record: (Int32, UInt32) = (file, response.value)
         var written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
         if written != 8 {
             // An answer the kernel refused would leave the reader waiting forever: a plain deny.
             record.1 = 0x02
             written = withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) }
         }
-        close(event.file)
         return written == 8
     }
 }

@@ -88,6 +88,7 @@ extension ConfigValidator {
         }
         if let timeout = duration(table, "hydration_timeout", in: scope) { settings.hydrationTimeout = timeout }
         if let programs = readProgramNames(table, "hydrate_on_open", in: scope) { settings.hydrateOnOpen = programs }
+        if let programs = readProgramNames(table, "deny_hydration", in: scope) { settings.denyHydration = programs }
         return settings
     }
 
@@ -151,8 +152,7 @@ extension ConfigValidator {
         if mode != .off {
             note(
                 "\(scope.label): placeholders need the daemon to run as root on Linux 6.14 or later (files are downloaded "
-                    + "in full otherwise); hydrate_on_open is not yet in effect, so a copy made by a program that skips "
-                    + "holes (cp, tar --sparse, rsync --sparse) of a placeholder's unread parts holds zeros",
+                    + "in full otherwise)",
                 at: sourceMap.value(placeholdersPath + ["mode"])
             )
         }

@@ -33,7 +33,8 @@ struct ConfigValidator {
         "poll_interval", "debounce", "rescan_interval", "transfers", "max_delete", "exclude",
         "bundle_extensions", "placeholders", "connect_timeout", "low_speed_limit", "low_speed_time",
     ]
-    static let placeholderKeys = ["mode", "min_size", "alignment", "keep_local", "hydration_timeout", "hydrate_on_open"]
+    static let placeholderKeys = ["mode", "min_size", "alignment", "keep_local", "hydration_timeout", "hydrate_on_open",
+                                  "deny_hydration"]
 
     /// The file as the user named it, for diagnostics.
     let file: String

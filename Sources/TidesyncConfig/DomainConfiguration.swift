@@ -158,16 +158,28 @@ public struct PlaceholderSettings: Sendable, Equatable {
     /// skip a file's holes without reading them: a placeholder they open is hydrated whole
     /// first, so their copy never holds silent zeros.
     public var hydrateOnOpen: [String]
+    /// Programs (by process name) that may not hydrate: desktop indexers and file scanners
+    /// that would pull a whole cloud folder down. Their reads of bytes a placeholder lacks
+    /// fail (EPERM); bytes already here read as usual.
+    public var denyHydration: [String]
 
     /// The programs that copy or archive by skipping holes (coreutils `cp`, `mv` to another
     /// file system, `install`; GNU and BSD `tar --sparse`; `rsync --sparse`).
     public static let holeSkippingPrograms = ["cp", "mv", "tar", "bsdtar", "install", "rsync"]
 
+    /// The GNOME and KDE indexers and the `locate` database builders, as the kernel names
+    /// their processes (cut to 15 bytes: `tracker-miner-fs-3` is `tracker-miner-f`,
+    /// `tracker-extract-3` is `tracker-extract`, `baloo_file_extractor` is `baloo_file_extr`,
+    /// mlocate's `updatedb.mlocate` is `updatedb.mlocat`).
+    public static let indexers = ["tracker-miner-f", "tracker-extract", "baloo_file", "baloo_file_extr", "updatedb",
+                                  "updatedb.mlocat", "updatedb.plocat", "plocate-build", "mlocate"]
+
     /// Creates placeholder settings; the defaults are those of the file format.
     public init(
         mode: PlaceholderMode = .off, minimumSize: ByteCount = ByteCount(16 << 20),
         alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = [],
-        hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms
+        hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms,
+        denyHydration: [String] = PlaceholderSettings.indexers
     ) {
         self.mode = mode
         self.minimumSize = minimumSize
@@ -175,6 +187,7 @@ public struct PlaceholderSettings: Sendable, Equatable {
         self.keepLocal = keepLocal
         self.hydrationTimeout = hydrationTimeout
         self.hydrateOnOpen = hydrateOnOpen
+        self.denyHydration = denyHydration
     }
 }
 

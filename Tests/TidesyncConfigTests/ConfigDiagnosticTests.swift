@@ -80,6 +80,7 @@ struct ConfigDiagnosticTests {
         ("hydrate_on_open = [\"/usr/bin/cp\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"/usr/bin/cp\" is a path; write the program's name only, e.g. \"cp\"."),
         ("hydrate_on_open = [\"cp\", \"\"]", "7:26: error: domain \"home\": placeholders.hydrate_on_open[1] = \"\" is empty; write a program's name, e.g. \"cp\"."),
         ("hydrate_on_open = [\"my-long-backup-tool\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"my-long-backup-tool\" is longer than the 15 bytes the kernel keeps of a process name; write \"my-long-backup-\"."),
+        ("deny_hydration = [\"tracker-miner-fs-3\"]", "7:19: error: domain \"home\": placeholders.deny_hydration[0] = \"tracker-miner-fs-3\" is longer than the 15 bytes the kernel keeps of a process name; write \"tracker-miner-f\"."),
     ])
     func wrongPlaceholdersValue(line: String, expected: String) throws {
         let fixture = try ConfigFixture()

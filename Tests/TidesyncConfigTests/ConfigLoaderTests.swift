@@ -38,6 +38,7 @@ struct ConfigLoaderTests {
             keep_local = ["Documents/**"]
             hydration_timeout = "2m"
             hydrate_on_open = ["cp", "my-backup-tool"]
+            deny_hydration = ["my-indexer"]
 
             [[domain]]
             name = "lab-data"
@@ -71,7 +72,8 @@ struct ConfigLoaderTests {
         #expect(home.bundleExtensions == ["app", "pages"])
         #expect(home.placeholders == PlaceholderSettings(
             mode: .auto, minimumSize: ByteCount(8 << 20), alignment: ByteCount(65536), keepLocal: ["Documents/**"],
-            hydrationTimeout: .seconds(120), hydrateOnOpen: ["cp", "my-backup-tool"]
+            hydrationTimeout: .seconds(120), hydrateOnOpen: ["cp", "my-backup-tool"],
+            denyHydration: ["my-indexer"]
         ))
         #expect(config.stateDatabasePath(for: home) == fixture.home + "/state/home.sqlite")
 
@@ -96,6 +98,7 @@ struct ConfigLoaderTests {
         #expect(lab.placeholders.alignment == ByteCount(1 << 20))
         #expect(lab.placeholders.hydrationTimeout == .seconds(30))
         #expect(lab.placeholders.hydrateOnOpen == ["cp", "mv", "tar", "bsdtar", "install", "rsync"])
+        #expect(lab.placeholders.denyHydration.contains("tracker-miner-f") && lab.placeholders.denyHydration.contains("baloo_file"))
     }
 
     @Test("settings not yet in effect are notes, printed after OK")
@@ -114,8 +117,7 @@ struct ConfigLoaderTests {
         #expect(outcome.standardOutput == [
             "\(file): OK, 1 domain",
             "\(file):9:8: note: domain \"home\": placeholders need the daemon to run as root on Linux 6.14 or later (files are "
-                + "downloaded in full otherwise); hydrate_on_open is not yet in effect, so a copy made by a program that skips "
-                + "holes (cp, tar --sparse, rsync --sparse) of a placeholder's unread parts holds zeros",
+                + "downloaded in full otherwise)",
         ])
     }
 

@@ -10,7 +10,7 @@ import SystemCalls
 extension Hydrator {
     /// Serves one read of a placeholder: shares or starts the fetches of what it lacks,
     /// waits for them within the timeout, and answers.
-    func serve(_ event: PreContentGroup.Event, wanted: ByteRange, of identity: FileIdentity) async {
+    func serve(_ event: PreContentGroup.Event, wanted: ByteRange, of identity: FileIdentity, for reader: HydrationEntry) async {
         let tasks = registry.fetches(for: wanted, of: identity) { range in
             // The fill may outlive this event (another reader may share it, or this one may
             // time out): it writes through its own copy of the descriptor, never a number
@@ -25,7 +25,9 @@ extension Hydrator {
             for task in tasks { try await task.value }
         }
         switch outcome {
-        case .finished: answer(event, .allow)
+        case .finished:
+            history.append(reader)
+            answer(event, .allow)
         case .failed(let error): deny(event, wanted, of: identity, because: error)
         case .timedOut:
             tasks.forEach { $0.cancel() }
@@ -110,9 +112,10 @@ extension Hydrator {
     private func disown(_ file: Int32, identity: FileIdentity, path: String) {
         logger.notice("\(path) was truncated by a program: it is a local file now, no longer filled from the server")
         _ = ExtendedAttributes.set(LocalFolder.PlaceholderAttribute.state, Materialization.materialized.rawValue, on: file)
-        do throws(PreContentGroup.Failure) { try group.unmark(file, for: .preAccess) } catch {
+        do throws(PreContentGroup.Failure) { try group.unmark(file, for: Self.marked) } catch {
             logger.warning("\(path) keeps its mark: \(error.description)")
         }
+        PlaceholderLock.unlock(file)
         registry.remove(identity)
     }
 
@@ -122,9 +125,11 @@ extension Hydrator {
         let state = placeholder.state
         _ = ExtendedAttributes.set(LocalFolder.PlaceholderAttribute.state, state.rawValue, on: file)
         guard state == .materialized else { return state }
-        do throws(PreContentGroup.Failure) { try group.unmark(file, for: .preAccess) } catch {
+        do throws(PreContentGroup.Failure) { try group.unmark(file, for: Self.marked) } catch {
             logger.warning("\(placeholder.path) is whole but keeps its mark: \(error.description)")
         }
+        // Locked by a stop while this fill ran: a whole file is readable again.
+        PlaceholderLock.unlock(file)
         registry.remove(identity)
         return state
     }

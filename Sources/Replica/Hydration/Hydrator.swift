@@ -51,22 +51,32 @@ public final class Hydrator: @unchecked Sendable {
     public let alignment: Int64
     /// How long a reader may wait for its bytes before it gets EIO.
     public let timeout: Duration
+    /// Who hydrates a placeholder whole on open, and who may not hydrate at all.
+    public let rules: HydrationRules
     let registry = HydrationRegistry()
+    let history = HydrationHistory()
     let recorded: @Sendable (HydrationRecord) -> Void
     let logger: Logger
     private let lock = NSLock()
     private var stopped = false
     private var seen = 0
     private var thread: Thread?
+    /// The descriptors of the events read and not answered yet: each is answered once,
+    /// by whoever takes it out of here (a fill, or `stop`).
+    private var pending: Set<Int32> = []
+    /// Signalled when the event loop has ended.
+    private let loopEnded = DispatchSemaphore(value: 0)
 
     /// A hydrator with a new pre-content group (needs root and Linux 6.14+). `recorded` is
     /// called after each range is on disk and before its reader goes on.
-    public init(alignment: Int64 = 1 << 20, timeout: Duration = .seconds(30), logger: Logger = Logger(label: "tidesync.hydrator"),
+    public init(alignment: Int64 = 1 << 20, timeout: Duration = .seconds(30), rules: HydrationRules = HydrationRules(),
+                logger: Logger = Logger(label: "tidesync.hydrator"),
                 recorded: @escaping @Sendable (HydrationRecord) -> Void) throws(PreContentGroup.Failure) {
         precondition(alignment >= 4096 && alignment & (alignment - 1) == 0, "alignment must be a power of two of at least 4 KiB")
         group = try PreContentGroup()
         self.alignment = alignment
         self.timeout = timeout
+        self.rules = rules
         self.logger = logger
         self.recorded = recorded
     }
@@ -80,12 +90,16 @@ public final class Hydrator: @unchecked Sendable {
         let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         registry.insert(placeholder, for: identity)
         do throws(PreContentGroup.Failure) {
-            try group.mark(file, for: .preAccess)
+            try group.mark(file, for: Self.marked)
         } catch {
             registry.remove(identity)
             throw ProviderError(.cannotSynchronize, "cannot mark the placeholder \(placeholder.path) for hydration: \(error.description)")
         }
     }
+
+    /// The events a placeholder is marked for: its reads, and its opens (a hole-skipping
+    /// copier reads no hole, so its open is the only moment to hydrate the file whole).
+    public static let marked: PreContentGroup.Events = [.preAccess, .openPermission]
 
     /// Forgets the placeholder with `identity` (its events are then allowed untouched).
     public func forget(_ identity: FileIdentity) {
@@ -100,21 +114,40 @@ public final class Hydrator: @unchecked Sendable {
     /// How many events the loop has read (each is answered once), for status and tests.
     public var eventsSeen: Int { lock.withLock { seen } }
 
+    /// The last reads that fetched bytes, oldest first: who pulled what.
+    public var recentHydrations: [HydrationEntry] { history.all }
+
+    /// The identities of the placeholders registered now (none of them whole).
+    public var placeholders: Set<FileIdentity> { registry.identities }
+
     /// Starts the event loop on its own thread.
     public func start() {
         let thread = Thread { [self] in loop() }
         thread.name = "tidesync-hydrator"
-        self.thread = thread
+        lock.withLock { self.thread = thread }
         thread.start()
     }
 
-    /// Stops the event loop within its poll interval; events still queued wait for a group
-    /// that reads them (closing the group would let readers through as zeros, facts §0.2).
+    /// Stops the event loop, answers the events still waiting with EIO (a reader gets an
+    /// error, never the zeros it would read once the group is gone), and closes the group:
+    /// its marks go with it, so no open or read waits on a loop that no longer runs (a
+    /// process's own opens of a placeholder included). Lock the placeholders first.
     public func stop() {
-        lock.withLock { stopped = true }
+        let running = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return thread != nil && !stopped
+        }
+        if running { loopEnded.wait() }
+        let waiting = lock.withLock { () -> Set<Int32> in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for file in waiting { group.answer(PreContentGroup.Event(file: file, pid: 0, events: [], range: nil), with: .deny(EIO)) }
+        group.close()
     }
 
     private func loop() {
+        defer { loopEnded.signal() }
         while !lock.withLock({ stopped }) {
             switch group.wait(milliseconds: 50) {
             case .timedOut: continue
@@ -129,14 +162,39 @@ public final class Hydrator: @unchecked Sendable {
 
     /// Answers at once what needs no fetch; hands a placeholder's read to a task.
     private func dispatch(_ event: PreContentGroup.Event) {
-        lock.withLock { seen += 1 }
-        guard event.pid != getpid() else { return answer(event, .allow) }
+        lock.withLock {
+            seen += 1
+            pending.insert(event.file)
+        }
+        guard event.pid != getpid(), let identity = Self.identity(of: event.file), let placeholder = registry.placeholder(identity),
+              let (wanted, reader) = request(event, of: placeholder) else { return answer(event, .allow) }
+        guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
+        Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
+    }
+
+    /// The bytes `event` needs fetched, and who asks; nil when none. A read needs what it
+    /// reads; an open needs the whole file when its program skips holes, nothing otherwise.
+    private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder) -> (ByteRange, HydrationEntry)? {
+        let opening = event.events.contains(.openPermission)
+        let opener = opening ? HydrationRules.processName(of: event.pid) : nil
+        guard !opening || rules.hydrateOnOpen.contains(opener ?? "") else { return nil }
+        let wanted = Self.wanted(opening ? nil : event.range, size: placeholder.size, alignment: alignment)
+        let missing = placeholder.present.missing(in: wanted).reduce(Int64(0)) { $0 + $1.length }
+        guard missing > 0 else { return nil }
+        return (wanted, HydrationEntry(program: opener ?? HydrationRules.processName(of: event.pid), pid: event.pid,
+                                       path: placeholder.path, bytes: missing))
+    }
+
+    /// A program of `deny_hydration` reading bytes a placeholder lacks: EPERM, nothing fetched.
+    private func refuse(_ event: PreContentGroup.Event, _ reader: HydrationEntry) {
+        let who = "\(reader.program ?? "a process") (pid \(reader.pid))"
+        logger.info("\(who) may not hydrate \(reader.path) (deny_hydration): its read of \(reader.bytes) missing bytes is refused")
+        answer(event, .deny(EPERM))
+    }
+
+    private static func identity(of file: Int32) -> FileIdentity? {
         var info = stat()
-        let identity = fstat(event.file, &info) == 0 ? FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
-        guard let identity, let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
-        let wanted = Self.wanted(event.range, size: placeholder.size, alignment: alignment)
-        guard !placeholder.present.contains(wanted) else { return answer(event, .allow) }
-        Task { await self.serve(event, wanted: wanted, of: identity) }
+        return fstat(file, &info) == 0 ? FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
     }
 
     /// The bytes an event asks for, clamped to the file and widened to `alignment`: a
@@ -148,7 +206,10 @@ public final class Hydrator: @unchecked Sendable {
         return ByteRange(offset: offset, length: end - offset).aligned(to: alignment, fileSize: size)
     }
 
+    /// Answers `event` unless `stop` answered it already (its descriptor is closed then,
+    /// and its number may be another file's).
     func answer(_ event: PreContentGroup.Event, _ response: PreContentGroup.Response) {
+        guard lock.withLock({ pending.remove(event.file) != nil }) else { return }
         if !group.answer(event, with: response) {
             logger.error("could not answer a fanotify event of pid \(event.pid)")
         }
