@@ -68,6 +68,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Where the time of the last complete sync is kept across restarts; set once the domain opens.
     private let database = Mutex<StateDatabase?>(nil)
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    private let openFiles = Mutex<DomainFiles?>(nil)
     private let onChange: @Sendable () -> Void
     /// Ends `wait` early: on sync-now and when its stop flag is set.
     private let retryWakeup = Wakeup()
@@ -106,6 +107,14 @@ public final class DomainMonitor: PlanObserver, Sendable {
             record.snapshot.lastCompleteSync = record.snapshot.lastCompleteSync ?? last
             record.lastPersisted = last
         }
+    }
+
+    /// The running domain's files, for the file commands; nil while it is not running.
+    var files: DomainFiles? { openFiles.withLock { $0 } }
+
+    /// Gives the file commands the running domain's files (nil: it stopped).
+    func attach(files: DomainFiles?) {
+        openFiles.withLock { $0 = files }
     }
 
     /// Shows whether files on demand runs (nil: the domain did not ask for it).
