@@ -13,7 +13,7 @@ public struct FileReport: Codable, Sendable, Equatable {
     public var domain: String?
     /// Why nothing was done at this path (a sentence saying what to do); nil when done.
     public var error: String?
-    /// `file` or `folder`.
+    /// `file`, `folder`, `symlink` or `bundle`.
     public var kind: String?
     /// For a file: `dataless`, `partial` or `materialized`.
     public var state: String?

@@ -53,12 +53,12 @@ final class DomainFiles: Sendable {
         guard let entry = folder.entry(at: path) else { throw ProviderError(.noSuchItem, "\(absolute) does not exist") }
         var report = FileReport(path: absolute, domain: domain.name)
         let record = try provider.itemID(at: path).flatMap { id throws(ProviderError) in try provider.itemRecord(id) }
-        report.kind = entry.kind == .folder ? "folder" : "file"
+        report.kind = entry.kind.rawValue
         report.pinned = try provider.isPinned(path)
         report.pending = record == nil || (entry.kind == .file && record?.local != entry.stat)
             || monitor.snapshot().pending.contains { $0.step.path == path }
         report.conflict = conflicted(path)
-        if entry.kind != .folder {
+        if entry.kind == .file {
             let held = port.heldBytes(path, record: record)
             (report.state, report.size, report.present) = (held.state.rawValue, held.size, held.present)
         }

@@ -32,7 +32,7 @@ extension FanotifyPlaceholders {
         let before = Hydrator.localStat(of: fd)
         guard before == record.local else { throw Self.unsynced(absolute) }
         let identity = try fileIdentity(of: fd)
-        if let known = hydrator.placeholder(identity), known.state == .dataless {
+        if let known = knownPlaceholder(fd)?.placeholder, known.state == .dataless {
             return PlacedFile(stat: before, state: .dataless, version: record.remoteETag)
         }
         guard !hydrator.isFilling(identity) else {
@@ -99,8 +99,7 @@ extension FanotifyPlaceholders {
         guard fstat(fd, &info) == 0 else { throw LocalFolder.error(errno, "cannot look at \(path)") }
         let block = max(Int64(info.st_blksize), 4096)
         let length = (size + block - 1) / block * block
-        let punchHole: Int32 = 0x02, keepSize: Int32 = 0x01  // FALLOC_FL_PUNCH_HOLE, FALLOC_FL_KEEP_SIZE
-        guard length == 0 || fallocate(fd, punchHole | keepSize, 0, off_t(length)) == 0 else {
+        guard length == 0 || PunchHole.punch(fd, offset: 0, length: length) == 0 else {
             throw LocalFolder.error(errno, "cannot free the bytes of \(path) (its file system may not punch holes)")
         }
     }
@@ -111,9 +110,8 @@ extension FanotifyPlaceholders {
         let fd = open(folder.absolute(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         defer { if fd >= 0 { close(fd) } }
         let size = fd >= 0 ? Hydrator.localStat(of: fd).size : record?.size ?? 0
-        if fd >= 0, let identity = try? fileIdentity(of: fd), let known = hydrator.placeholder(identity) {
-            let present = known.present.byteCount
-            return HeldBytes(state: known.state, present: min(present, size), size: size)
+        if fd >= 0, let known = knownPlaceholder(fd)?.placeholder {
+            return HeldBytes(state: known.state, present: min(known.present.byteCount, size), size: size)
         }
         return HeldBytes(state: .materialized, present: size, size: size)
     }
@@ -127,8 +125,11 @@ extension FanotifyPlaceholders {
         let fd = open(absolute, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw LocalFolder.error(errno, "cannot open \(absolute)") }
         defer { close(fd) }
-        let identity = try fileIdentity(of: fd)
-        var state = hydrator.placeholder(identity)?.state ?? .materialized
+        guard let (identity, known) = knownPlaceholder(fd) else {
+            progress(range.length)
+            return .materialized
+        }
+        var state = known.state
         var offset = range.offset
         while offset < range.end, hydrator.placeholder(identity) != nil {
             let piece = ByteRange(offset: offset, length: min(chunk, range.end - offset))
@@ -144,6 +145,18 @@ extension FanotifyPlaceholders {
     private func present(in range: ByteRange, of identity: FileIdentity) -> Int64 {
         guard let known = hydrator.placeholder(identity) else { return range.length }
         return range.length - known.present.missing(in: range).reduce(0) { $0 + $1.length }
+    }
+
+    /// The placeholder the file open as `fd` is, or nil. A registered identity whose file
+    /// is not tagged with the registered item is a stale entry (the placeholder was replaced
+    /// and its inode number used again): it is forgotten, and never written into.
+    func knownPlaceholder(_ fd: Int32) -> (identity: FileIdentity, placeholder: KnownPlaceholder)? {
+        guard let identity = try? fileIdentity(of: fd), let known = hydrator.placeholder(identity) else { return nil }
+        guard ExtendedAttributes.get(LocalFolder.PlaceholderAttribute.item, of: fd) == known.item.rawValue else {
+            hydrator.forget(identity)
+            return nil
+        }
+        return (identity, known)
     }
 
     private func fileIdentity(of fd: Int32) throws(ProviderError) -> FileIdentity {

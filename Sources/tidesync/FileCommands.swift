@@ -1,6 +1,7 @@
 import ArgumentParser
 import Control
 import Foundation
+import Glibc
 import TidesyncConfig
 
 /// A command on files of a domain with files on demand, carried out by the running daemon.

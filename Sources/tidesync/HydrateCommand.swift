@@ -76,12 +76,11 @@ struct FileStatus: FileCommand {
 
     static func describe(_ report: FileReport) -> String {
         var words: [String] = []
-        if report.kind == "folder" {
-            words.append("folder")
-        } else if let state = report.state {
+        if let state = report.state {
             let sizes = "(\(StatusScreen.bytes(report.present ?? 0)) of \(StatusScreen.bytes(report.size ?? 0)))"
             words.append(state == "partial" ? "partial \(report.percent ?? 0) % \(sizes)" : "\(state) \(sizes)")
         }
+        if report.kind != "file", let kind = report.kind { words.append(kind) }
         if report.pinned == true { words.append("pinned") }
         if report.pending == true { words.append("pending") }
         if report.conflict == true { words.append("conflict") }

@@ -42,7 +42,7 @@ struct ProgressView {
         let rate = Double(job.done - initial) / seconds
         let left = rate > 0 ? String(format: "%.0f s left", Double(job.total - job.done) / rate) : "time left unknown"
         return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
-            + String(format: "%3d %%  ", Int(fraction * 100)) + "\(StatusScreen.bytes(job.done)) of \(StatusScreen.bytes(job.total))  "
+            + String(format: "%3ld %%  ", Int(fraction * 100)) + "\(StatusScreen.bytes(job.done)) of \(StatusScreen.bytes(job.total))  "
             + "\(StatusScreen.bytes(Int64(rate)))/s  \(left)"
     }
 }

@@ -74,7 +74,11 @@ final class FileCommandsTests {
     }
 
     func materialization(_ name: String) throws -> String {
-        try StateDatabase.query("SELECT materialization FROM item WHERE name = '\(name)'",
+        try column("materialization", of: name)
+    }
+
+    func column(_ column: String, of name: String) throws -> String {
+        try StateDatabase.query("SELECT \(column) FROM item WHERE name = '\(name)'",
                                 onFileAt: fixture.home + "/.state/tidesync/st.sqlite").map { $0.map { $0 ?? "" }.joined() }.joined()
     }
 
@@ -107,7 +111,7 @@ final class FileCommandsTests {
     @Test("file-status, hydrate --range, evict then read, pin and unpin, with their refusals")
     func commandsOnAPlaceholder() async throws {
         try putOnServer(Self.content(1), at: "big.bin")
-        try startAndWait()
+        try await startAndWait()
         let dataless = try await report("big.bin")
         #expect(dataless["state"] as? String == "dataless" && dataless["present"] as? Int == 0, "\(dataless)")
         #expect(dataless["pinned"] as? Bool == false && dataless["pending"] as? Bool == false && dataless["conflict"] as? Bool == false)
@@ -215,7 +219,7 @@ final class FileCommandsTests {
         try makeRemoteFolder("kept")
         try putOnServer(Self.content(1), at: "big.bin")
         try putOnServer(Self.content(1), at: "kept/a.bin")
-        try startAndWait()
+        try await startAndWait()
         #expect(try materialization("a.bin") == "dataless")
         let pinned = try await fixture.tidesync(["pin", local("kept")])
         #expect(pinned.status == 0 && pinned.output.contains("1 placeholder"), "\(pinned.output)\(pinned.errors)")
@@ -226,17 +230,22 @@ final class FileCommandsTests {
         // new file in the pinned folder whole too.
         #expect(try await fixture.tidesync(["hydrate", "--range", "0:4096", local("big.bin")]).status == 0)
         #expect(try materialization("big.bin") == "partial")
+        let (big, a) = (try column("remote_etag", of: "big.bin"), try column("remote_etag", of: "a.bin"))
         try putOnServer(Self.content(2), at: "big.bin")
         try putOnServer(Self.content(2), at: "kept/a.bin")
         try putOnServer(Self.content(3), at: "kept/b.bin")
-        try await eventually("the new versions down", timeout: .seconds(60)) {
-            (try? Data(contentsOf: URL(fileURLWithPath: local("kept/b.bin")))).map { $0 == Self.content(3) } == true
-                && (try? Data(contentsOf: URL(fileURLWithPath: local("kept/a.bin")))).map { $0 == Self.content(2) } == true
-                && holdsNoData("big.bin") && (try? materialization("big.bin")) == "dataless"
+        // Recorded first, looked at without reading (a read would hydrate a placeholder).
+        try await eventually("the new versions recorded", timeout: .seconds(60)) {
+            try column("remote_etag", of: "big.bin") != big && column("remote_etag", of: "a.bin") != a
+                && !column("remote_etag", of: "b.bin").isEmpty
         }
-        #expect(try materialization("a.bin") == "materialized" && try materialization("b.bin") == "materialized")
-        #expect(!holdsNoData("kept/a.bin") && !holdsNoData("kept/b.bin"))
+        #expect(try materialization("big.bin") == "dataless" && holdsNoData("big.bin"))
+        #expect(try materialization("a.bin") + materialization("b.bin") == "materializedmaterialized")
+        #expect(!holdsNoData("kept/a.bin") && !holdsNoData("kept/b.bin"), "a pinned folder's files came down as placeholders")
+        #expect(try await report("kept/b.bin")["pinned"] as? Bool == true)
         #expect(FilesOnDemandTests.difference(try await read("big.bin"), Self.content(2)) == nil)
+        #expect(FilesOnDemandTests.difference(try await read("kept/a.bin"), Self.content(2)) == nil)
+        #expect(FilesOnDemandTests.difference(try await read("kept/b.bin"), Self.content(3)) == nil)
         #expect(await fixture.stopDaemon() == 0)
     }
 }
