@@ -78,10 +78,7 @@ final class DomainFiles: Sendable {
         let port = try port()
         try provider.setPin(.pinned, at: path)
         var report = FileReport(path: absolute, domain: domain.name)
-        let work = try provider.files(atOrBelow: path).compactMap { file in
-            port.heldBytes(file.path, record: file.record).state == .materialized ? nil
-                : whole(file.path, size: file.record.size, port: port)
-        }
+        let work = try placeholders(atOrBelow: path, port: port)
         report.done = work.isEmpty ? "pinned" : "pinned; downloading \(work.count) placeholder(s)"
         return (report, work)
     }
@@ -122,10 +119,7 @@ final class DomainFiles: Sendable {
             guard range.offset == nil, range.length == nil else {
                 throw ProviderError(.cannotSynchronize, "\(absolute) is a folder; --range needs a file")
             }
-            let work = try provider.files(atOrBelow: path).compactMap { file in
-                port.heldBytes(file.path, record: file.record).state == .materialized ? nil
-                    : whole(file.path, size: file.record.size, port: port)
-            }
+            let work = try placeholders(atOrBelow: path, port: port)
             report.done = "downloading \(work.count) placeholder(s)"
             return (report, work)
         }
@@ -139,8 +133,12 @@ final class DomainFiles: Sendable {
         return (report, [work(path, range: wanted, port: port)])
     }
 
-    private func whole(_ path: RemotePath, size: Int64, port: FanotifyPlaceholders) -> Work {
-        work(path, range: ByteRange(offset: 0, length: size), port: port)
+    /// The work of hydrating, whole, every file at or below `path` that is not whole.
+    private func placeholders(atOrBelow path: RemotePath, port: FanotifyPlaceholders) throws(ProviderError) -> [Work] {
+        try provider.files(atOrBelow: path).compactMap { file in
+            let held = port.heldBytes(file.path, record: file.record)
+            return held.state == .materialized ? nil : work(file.path, range: ByteRange(offset: 0, length: held.size), port: port)
+        }
     }
 
     private func work(_ path: RemotePath, range: ByteRange, port: FanotifyPlaceholders) -> Work {

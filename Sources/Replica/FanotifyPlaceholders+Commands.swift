@@ -31,26 +31,32 @@ extension FanotifyPlaceholders {
         defer { close(fd) }
         let before = Hydrator.localStat(of: fd)
         guard before == record.local else { throw Self.unsynced(absolute) }
-        let identity = try fileIdentity(of: fd)
         if let known = knownPlaceholder(fd)?.placeholder, known.state == .dataless {
             return PlacedFile(stat: before, state: .dataless, version: record.remoteETag)
         }
+        let identity = try fileIdentity(of: fd)
         guard !hydrator.isFilling(identity) else {
             throw ProviderError(.locked, "\(absolute) is being downloaded; evict it once that is done")
         }
         try markDataless(fd, record: record, path: absolute, size: before.size)
+        let after = try punchOut(fd, identity: identity, before: before, path: absolute)
+        try provider.recordEviction(of: record.id, version: record.remoteETag, before: before, after: after)
+        return PlacedFile(stat: after, state: .dataless, version: record.remoteETag)
+    }
+
+    /// Punches the marked file's bytes out, puts its mtime back and fsyncs it; returns its
+    /// stat. When it cannot, the mark goes again (the bytes are still there).
+    private func punchOut(_ fd: Int32, identity: FileIdentity, before: LocalStat, path: String) throws(ProviderError) -> LocalStat {
         do throws(ProviderError) {
-            try Self.punch(fd, size: before.size, path: absolute)
+            try Self.punch(fd, size: before.size, path: path)
         } catch {
             try? hydrator.group.unmark(fd, for: .preAccess)
             hydrator.forget(identity)
             throw error
         }
         Hydrator.restoreModificationTime(of: fd, before.modificationTimeNanoseconds)
-        guard fsync(fd) == 0 else { throw LocalFolder.error(errno, "cannot write \(absolute)") }
-        let after = Hydrator.localStat(of: fd)
-        try provider.recordEviction(of: record.id, version: record.remoteETag, before: before, after: after)
-        return PlacedFile(stat: after, state: .dataless, version: record.remoteETag)
+        guard fsync(fd) == 0 else { throw LocalFolder.error(errno, "cannot write \(path)") }
+        return Hydrator.localStat(of: fd)
     }
 
     /// The record of the file at `path` when nothing forbids evicting it; else why not.

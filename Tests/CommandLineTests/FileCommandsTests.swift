@@ -127,9 +127,12 @@ final class FileCommandsTests {
         // Evict keeps size and mtime, frees the blocks, and a read brings the right bytes back.
         try await evictThenRead(version: 1)
 
-        // Whole, then evicted again, then read again.
-        let whole = try await fixture.tidesync(["hydrate", local("big.bin")])
-        #expect(whole.status == 0, "\(whole.errors)")
+        // Whole (on a terminal: a progress bar), then evicted again, then read again.
+        let command = [Binary.path!, "hydrate", local("big.bin")].map { "'\($0)'" }.joined(separator: " ")
+        let whole = try await Binary.run("/usr/bin/script", ["-qec", command, "/dev/null"], environment: fixture.environment)
+        #expect(whole.status == 0, "\(whole.output)\(whole.errors)")
+        #expect(whole.output.contains("\u{1B}[K[###") && whole.output.contains("100 %") && whole.output.contains("/s")
+                && whole.output.contains("Hydrated 2.0 MiB of 2.0 MiB"), "no progress bar on a terminal: \(whole.output)")
         #expect(try materialization("big.bin") == "materialized" && !holdsNoData("big.bin"))
         try await evictThenRead(version: 1)
         try await pinAndUnpin()
