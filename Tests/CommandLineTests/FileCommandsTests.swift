@@ -137,7 +137,22 @@ final class FileCommandsTests {
         try await evictThenRead(version: 1)
         try await pinAndUnpin()
         try await refusalsForOpenFiles()
+        try await evictAcrossRestart()
         try await refusalsOutsideAndWithoutDaemon()
+    }
+
+    /// The edit uploaded, the file is evicted; a restarted daemon marks it again from the
+    /// state DB, and a read brings the edited bytes back.
+    func evictAcrossRestart() async throws {
+        try await eventually("the edit uploaded", timeout: .seconds(60)) { try await report("big.bin")["pending"] as? Bool == false }
+        let edited = Self.content(1) + Data("local edit".utf8)
+        let evicted = try await fixture.tidesync(["evict", local("big.bin")])
+        #expect(evicted.status == 0, "\(evicted.errors)")
+        #expect(holdsNoData("big.bin") && stat("big.bin").st_size == edited.count)
+        #expect(await fixture.stopDaemon() == 0)
+        try await startAndWait()
+        #expect(try await report("big.bin")["state"] as? String == "dataless")
+        #expect(FilesOnDemandTests.difference(try await read("big.bin"), edited) == nil)
     }
 
     func refusedRanges() async throws {
