@@ -6,6 +6,7 @@
 import Control
 import Foundation
 import Glibc
+import Logging
 import Replica
 import StateDatabase
 import SyncEngine
@@ -131,6 +132,21 @@ final class DomainFiles: Sendable {
         let wanted = ByteRange(offset: offset, length: min(range.length ?? size, size - offset))
         report.done = "downloading \(wanted)"
         return (report, [work(path, range: wanted, port: port)])
+    }
+
+    /// Downloads the pinned files that are still placeholders: a pin whose download failed
+    /// or was cut short by a stop. Runs at the start, beside the passes, until cancelled.
+    func hydratePinned(logger: Logger) async {
+        guard let port = onDemand.fanotify, let recorded = try? provider.recordedPlaceholders() else { return }
+        for placeholder in recorded where !Task.isCancelled && (try? provider.isPinned(placeholder.path)) == true {
+            let range = ByteRange(offset: 0, length: placeholder.record.size)
+            do throws(ProviderError) {
+                _ = try await port.fill(placeholder.path, range: range, chunk: 8 << 20) { _ in }
+                logger.info("\(folder.absolute(placeholder.path)) is pinned: downloaded whole")
+            } catch {
+                logger.warning("\(folder.absolute(placeholder.path)) is pinned but cannot be downloaded now: \(error.message)")
+            }
+        }
     }
 
     /// The work of hydrating, whole, every file at or below `path` that is not whole.

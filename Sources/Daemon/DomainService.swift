@@ -75,9 +75,12 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        monitor.attach(files: DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
-                                          onDemand: onDemand, monitor: monitor, databasePath: databasePath))
+        let files = DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
+                                onDemand: onDemand, monitor: monitor, databasePath: databasePath)
+        monitor.attach(files: files)
+        let pinned = Task { [logger] in await files.hydratePinned(logger: logger) }
         defer {
+            pinned.cancel()
             monitor.attach(files: nil)
             onDemand.stop()
         }

@@ -264,6 +264,25 @@ final class FileCommandsTests {
         #expect(FilesOnDemandTests.difference(try await read("big.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/a.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/b.bin"), Self.content(3)) == nil)
+        try await pinWithTheServerStopped()
+    }
+
+    /// A pin whose download fails (the server stopped) says so (exit 4); the file stays
+    /// pinned, and the next start downloads it whole.
+    func pinWithTheServerStopped() async throws {
+        #expect(try await fixture.tidesync(["evict", local("big.bin")]).status == 0)
+        try await apache.stop()
+        let failed = try await fixture.tidesync(["pin", local("big.bin")])
+        #expect(failed.status == 4 && failed.errors.contains("big.bin"), "\(failed.status) \(failed.errors)")
+        #expect(holdsNoData("big.bin"))
+        try await apache.restart()
+        #expect(await fixture.stopDaemon() == 0)
+        try await startAndWait()
+        try await eventually("the pinned placeholder downloaded at the start", timeout: .seconds(60)) {
+            try materialization("big.bin") == "materialized"
+        }
+        #expect(!holdsNoData("big.bin"))
+        #expect(FilesOnDemandTests.difference(try await read("big.bin"), Self.content(2)) == nil)
         #expect(await fixture.stopDaemon() == 0)
     }
 }
