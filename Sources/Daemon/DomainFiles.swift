@@ -98,9 +98,14 @@ final class DomainFiles: Sendable {
         let port = try port()
         guard let entry = folder.entry(at: path) else { throw ProviderError(.noSuchItem, "\(absolute) does not exist") }
         let paths = entry.kind == .folder ? try provider.files(atOrBelow: path).map(\.path) : [path]
+        let syncing = Set(monitor.snapshot().pending.map(\.step.path))
         return paths.map { file in
             var report = FileReport(path: folder.absolute(file), domain: domain.name)
             do throws(ProviderError) {
+                // A step of the running pass may be reading it (a comparison, an upload).
+                guard !syncing.contains(file) else {
+                    throw ProviderError(.locked, "\(folder.absolute(file)) is being synced; evict it once that is done")
+                }
                 _ = try port.evictNow(file)
                 report.done = "evicted"
             } catch {
