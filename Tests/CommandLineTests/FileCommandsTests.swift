@@ -264,7 +264,26 @@ final class FileCommandsTests {
         #expect(FilesOnDemandTests.difference(try await read("big.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/a.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/b.bin"), Self.content(3)) == nil)
+        try await conflictShown()
         try await pinWithTheServerStopped()
+    }
+
+    /// Both sides changed a small file: file-status says conflict, for it and for its copy.
+    func conflictShown() async throws {
+        try putOnServer(Data("first".utf8), at: "note.txt")
+        try await eventually("note.txt down", timeout: .seconds(60)) { !(try column("remote_etag", of: "note.txt")).isEmpty }
+        #expect(try await fixture.tidesync(["pause"]).status == 0)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: local("note.txt")))
+        try putOnServer(Data("theirs".utf8), at: "note.txt")
+        #expect(try await fixture.tidesync(["resume"]).status == 0)
+        var copy = ""
+        try await eventually("a conflict copy", timeout: .seconds(60)) {
+            copy = (try FileManager.default.contentsOfDirectory(atPath: fixture.local)).first { $0.contains("conflicted copy") } ?? ""
+            guard !copy.isEmpty else { return false }
+            return try await report("note.txt")["conflict"] as? Bool == true
+        }
+        #expect(try await report(copy)["conflict"] as? Bool == true)
+        #expect(try await report("big.bin")["conflict"] as? Bool == false)
     }
 
     /// A pin whose download fails (the server stopped) says so (exit 4); the file stays
