@@ -34,6 +34,18 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         /// Carry out, once, the deletions `domain` (or every domain) holds back now; the
         /// answer lists the domains that held some.
         case allowDeletions = "allow-deletions"
+        /// A `FileReport` for each of `paths`: what the file holds, pinned, pending, conflict.
+        case fileStatus = "file-status"
+        /// Keep `paths` always downloaded (placeholders below are hydrated: the answer's `job`).
+        case pin
+        /// Let `paths` be evicted again.
+        case unpin
+        /// Punch the bytes of `paths` out, keeping dataless placeholders.
+        case evict
+        /// Fetch the missing bytes of `paths` (of `offset`, `length` when given): the answer's `job`.
+        case hydrate
+        /// How the hydration `job` goes.
+        case progress
     }
 
     /// The protocol version the client speaks.
@@ -43,12 +55,28 @@ public struct ControlRequest: Codable, Sendable, Equatable {
     public var domain: String?
     /// For `conflicts`: at most this many, newest first.
     public var limit: Int?
+    /// For the file commands: absolute paths of files or folders in a domain.
+    public var paths: [String]?
+    /// For `hydrate`: the first byte of the range (default 0).
+    public var offset: Int64?
+    /// For `hydrate`: the range's length (default: to the end of each file).
+    public var length: Int64?
+    /// For `progress`: the job's number.
+    public var job: Int?
 
     public init(_ command: Command, domain: String? = nil, limit: Int? = nil, version: Int = ControlProtocol.version) {
         self.version = version
         self.command = command
         self.domain = domain
         self.limit = limit
+    }
+
+    /// A file command on `paths`.
+    public init(_ command: Command, paths: [String], offset: Int64? = nil, length: Int64? = nil) {
+        self.init(command)
+        self.paths = paths
+        self.offset = offset
+        self.length = length
     }
 }
 
@@ -95,13 +123,20 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var conflicts: ConflictList?
     /// The domains a `pause`, `resume`, `sync-now` or `allow-deletions` acted on.
     public var domains: [String]?
+    /// The answer to a file command: one report per path, in order.
+    public var files: [FileReport]?
+    /// The hydration a `hydrate` or `pin` started, or the answer to `progress`.
+    public var job: HydrationJob?
 
-    public init(status: StatusReport? = nil, conflicts: ConflictList? = nil, domains: [String]? = nil) {
+    public init(status: StatusReport? = nil, conflicts: ConflictList? = nil, domains: [String]? = nil,
+                files: [FileReport]? = nil, job: HydrationJob? = nil) {
         version = ControlProtocol.version
         ok = true
         self.status = status
         self.conflicts = conflicts
         self.domains = domains
+        self.files = files
+        self.job = job
     }
 
     public init(failure: ControlFailure) {

@@ -15,6 +15,11 @@ public protocol ControlResponder: Sendable {
     /// Releases, once, the deletions `domain` (or every domain) holds back now and starts a
     /// pass; returns the domains that held deletions.
     func allowDeletions(domain: String?) throws(ControlFailure) -> [String]
+    /// Carries out the file command `request` (`file-status`, `pin`, `unpin`, `evict`,
+    /// `hydrate`) on its paths: a report per path, and the hydration it started, if any.
+    func files(_ request: ControlRequest) throws(ControlFailure) -> (reports: [FileReport], job: HydrationJob?)
+    /// How the hydration job `id` goes.
+    func progress(job id: Int) throws(ControlFailure) -> HydrationJob
 }
 
 /// Turns request lines into answer lines: the whole protocol, with no socket in it.
@@ -39,6 +44,12 @@ public enum ControlDispatch {
                 return ControlResponse(domains: try responder.syncNow(domain: request.domain))
             case .allowDeletions:
                 return ControlResponse(domains: try responder.allowDeletions(domain: request.domain))
+            case .fileStatus, .pin, .unpin, .evict, .hydrate:
+                let answer = try responder.files(FileCommandCheck.validated(request))
+                return ControlResponse(files: answer.reports, job: answer.job)
+            case .progress:
+                guard let job = request.job else { throw ControlFailure(.badRequest, "the progress request has no \"job\"") }
+                return ControlResponse(job: try responder.progress(job: job))
             }
         } catch {
             return ControlResponse(failure: error)

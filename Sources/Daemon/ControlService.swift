@@ -6,6 +6,8 @@ import TidesyncConfig
 /// the rest from the state DBs (read-only, as `tidesync status` reads them when no daemon runs).
 public struct ControlService: ControlResponder {
     let supervisor: Supervisor
+    /// The hydrations `hydrate` and `pin` started.
+    let jobs = HydrationJobs()
 
     public init(supervisor: Supervisor) {
         self.supervisor = supervisor

@@ -72,6 +72,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
     /// Where `snapshot` reads the last hydrations from (the hydrator keeps them).
     private let hydrations = Mutex<(@Sendable () -> [HydrationStatus])?>(nil)
+    private let openFiles = Mutex<DomainFiles?>(nil)
     private let onChange: @Sendable () -> Void
     /// Ends `wait` early: on sync-now and when its stop flag is set.
     private let retryWakeup = Wakeup()
@@ -117,6 +118,14 @@ public final class DomainMonitor: PlanObserver, Sendable {
     /// Shows the last hydrations `source` gives (nil: none, files on demand is not running).
     func setHydrations(_ source: (@Sendable () -> [HydrationStatus])?) {
         hydrations.withLock { $0 = source }
+    }
+
+    /// The running domain's files, for the file commands; nil while it is not running.
+    var files: DomainFiles? { openFiles.withLock { $0 } }
+
+    /// Gives the file commands the running domain's files (nil: it stopped).
+    func attach(files: DomainFiles?) {
+        openFiles.withLock { $0 = files }
     }
 
     /// Shows whether files on demand runs (nil: the domain did not ask for it).

@@ -18,6 +18,8 @@ public final class DomainService: Sendable {
     public let monitor: DomainMonitor
     /// How remote files come down: whole, or as placeholders hydrated when read.
     let onDemand: FilesOnDemand
+    /// The state DB's file, for the file commands' reads of conflicts.
+    let databasePath: String
 
     /// How one `--once` run ended.
     public enum Outcome: Sendable, Equatable {
@@ -58,6 +60,7 @@ public final class DomainService: Sendable {
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
                                 observer: monitor, placeholders: onDemand.port)
         self.onDemand = onDemand
+        self.databasePath = databasePath
         self.exclude = exclude
         pass = SyncPass(runner: runner, scanner: LocalScanner(root: domain.localPath, exclude: exclude, bundles: bundles),
                         massDelete: allowMassDelete ? nil : MassDeleteGuard(limit: domain.maxDelete),
@@ -73,7 +76,15 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        defer { onDemand.stop(logger: logger) }
+        let files = DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
+                                onDemand: onDemand, monitor: monitor, databasePath: databasePath)
+        monitor.attach(files: files)
+        let pinned = Task { [logger] in await files.hydratePinned(logger: logger) }
+        defer {
+            pinned.cancel()
+            monitor.attach(files: nil)
+            onDemand.stop(logger: logger)
+        }
         let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
                                                                  rescanInterval: domain.rescanInterval),
                             root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))

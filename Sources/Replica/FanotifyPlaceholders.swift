@@ -59,7 +59,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
 
     public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
                           bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
-        let pinned = try bytes.item.flatMap { id throws(ProviderError) in try provider.itemRecord(id) }?.pinState == .pinned
+        let pinned = try provider.isPinned(path)
         guard policy.form(of: entry, pinned: pinned) == .dataless, let item = bytes.item, let version = entry.etag,
               let modificationDate = entry.modificationDate else {
             return try await PlaceholdersOff(folder: folder).bringDown(entry, at: path, replacing: replacing, temporary: temporary,
@@ -115,11 +115,6 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         return PlacedFile(stat: Hydrator.localStat(of: fd), state: state, version: nil)
     }
 
-    public func evict(_ path: RemotePath) async throws(ProviderError) -> PlacedFile {
-        _ = try state(of: path)
-        throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) stays as it is: evicting files is not available yet")
-    }
-
     public func state(of path: RemotePath) throws(ProviderError) -> Materialization {
         let fd = try openFile(path)
         defer { close(fd) }
@@ -145,7 +140,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     }
 
     /// The engine's downloads of the recorded version of `record`, found by its identifier.
-    private func remoteBytes(of record: ItemRecord) -> RemoteBytes {
+    func remoteBytes(of record: ItemRecord) -> RemoteBytes {
         let provider = provider, id = record.id, version = ItemVersion(content: record.remoteETag)
         return RemoteBytes(whole: { destination async throws(ProviderError) -> ETag? in
             try await provider.fetchContents(for: id, version: version, into: destination, progress: nil).version.content

@@ -18,7 +18,8 @@ public enum OpenWriters {
     /// The writers of the file at `path` or, for a folder, of any file below it; at most
     /// `limit` of them. Costs a look at every descriptor of every process: for messages,
     /// not for every pass.
-    public static func find(at given: String, limit: Int = 8) -> [Writer] {
+    /// With `writersOnly` false, every process holding it open is found (readers too).
+    public static func find(at given: String, limit: Int = 8, writersOnly: Bool = true) -> [Writer] {
         // The kernel names open files by their real path (no symlinks on the way).
         let path = given.withCString { realpath($0, nil) }.map { pointer in
             defer { free(pointer) }
@@ -34,7 +35,7 @@ public enum OpenWriters {
             guard let entries = try? FileManager.default.contentsOfDirectory(atPath: fds) else { continue }
             for fd in entries {
                 guard let target = link(fds + "/" + fd), target == path || target.hasPrefix(prefix),
-                      isWritable(pid: pid, fd: fd) else { continue }
+                      !writersOnly || isWritable(pid: pid, fd: fd) else { continue }
                 found.append(Writer(pid: pid, command: command(of: pid), path: target))
                 if found.count >= limit { return found }
             }
@@ -43,8 +44,8 @@ public enum OpenWriters {
     }
 
     /// "soffice, pid 4121" for the writers of `path`, or nil when none is seen.
-    public static func describe(at path: String) -> String? {
-        let writers = find(at: path)
+    public static func describe(at path: String, writersOnly: Bool = true) -> String? {
+        let writers = find(at: path, writersOnly: writersOnly)
         guard !writers.isEmpty else { return nil }
         var seen = Set<Int32>()
         return writers.filter { seen.insert($0.pid).inserted }.map(\.description).joined(separator: "; ")

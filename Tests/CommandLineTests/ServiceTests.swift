@@ -139,7 +139,8 @@ final class ServiceTests {
         #expect(result.status == 0)
         #expect(result.errors.isEmpty, "\(result.errors)")
         let page = try String(contentsOfFile: DaemonFixture.repository + "/packaging/man/tidesync.1", encoding: .utf8)
-        for word in ["status", "conflicts", "pause", "resume", "sync\\-now", "allow\\-deletions", "check\\-config", "log_level", "socket", "state_dir",
+        for word in ["status", "conflicts", "pause", "resume", "sync\\-now", "allow\\-deletions", "check\\-config",
+                     "file\\-status", "hydrate", "evict", "unpin", "log_level", "socket", "state_dir",
                      "poll_interval", "max_delete", "EXIT STATUS", "SIGHUP"] {
             #expect(page.contains(word), "the man page does not mention \(word)")
         }

@@ -38,6 +38,17 @@ final class FakeResponder: ControlResponder, @unchecked Sendable {
         return chosen.filter { $0 == "home" }  // only "home" holds deletions
     }
 
+    /// Reports each path as a whole file of "home"; a hydrate starts job 7.
+    func files(_ request: ControlRequest) throws(ControlFailure) -> (reports: [FileReport], job: HydrationJob?) {
+        let reports = (request.paths ?? []).map { FileReport(path: $0, domain: "home") }
+        return (reports, request.command == .hydrate ? HydrationJob(id: 7, files: []) : nil)
+    }
+
+    func progress(job id: Int) throws(ControlFailure) -> HydrationJob {
+        guard id == 7 else { throw ControlFailure(.failed, "no job \(id)") }
+        return HydrationJob(id: 7, files: [HydrationJob.File(path: "/l/home/a", total: 10, done: 10, finished: true)])
+    }
+
     private func select(_ domain: String?) throws(ControlFailure) -> [String] {
         guard let domain else { return names }
         guard names.contains(domain) else { throw ControlFailure(.unknownDomain, "no domain \(domain)") }
@@ -64,6 +75,18 @@ final class FakeResponder: ControlResponder, @unchecked Sendable {
         #expect(answer(#"{"version":1,"command":"allow-deletions"}"#).domains == ["home"])
         #expect(responder.released == ["work", "home", "work"])
         #expect(answer(#"{"version":1,"command":"allow-deletions","domain":"nope"}"#).error?.code == .unknownDomain)
+    }
+
+    @Test func fileCommandsReachTheResponderOnlyWithAbsolutePathsAndAPositiveRange() {
+        let status = answer(#"{"version":1,"command":"file-status","paths":["/l/home/a","/l/home/b"]}"#)
+        #expect(status.files?.map(\.path) == ["/l/home/a", "/l/home/b"] && status.job == nil)
+        #expect(answer(#"{"version":1,"command":"hydrate","paths":["/l/home/a"],"offset":0,"length":5}"#).job?.id == 7)
+        #expect(answer(#"{"version":1,"command":"progress","job":7}"#).job?.finished == true)
+        #expect(answer(#"{"version":1,"command":"evict","paths":["home/a"]}"#).error?.message.contains("not an absolute path") == true)
+        #expect(answer(#"{"version":1,"command":"pin"}"#).error?.code == .badRequest)
+        #expect(answer(#"{"version":1,"command":"hydrate","paths":["/a"],"offset":-1}"#).error?.message.contains("negative") == true)
+        #expect(answer(#"{"version":1,"command":"hydrate","paths":["/a"],"length":0}"#).error?.message.contains("not positive") == true)
+        #expect(answer(#"{"version":1,"command":"progress"}"#).error?.code == .badRequest)
     }
 
     @Test func pauseResumeAndSyncNowReachTheResponder() {

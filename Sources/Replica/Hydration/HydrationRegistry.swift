@@ -87,6 +87,11 @@ final class HydrationRegistry: @unchecked Sendable {
         lock.withLock { Set(placeholders.keys) }
     }
 
+    /// True while a fetch of `file` is in flight.
+    func isFetching(_ file: FileIdentity) -> Bool {
+        lock.withLock { !(inFlight[file]?.isEmpty ?? true) }
+    }
+
     /// The fetches `wanted` of `file` needs: those in flight that overlap what it lacks,
     /// and new ones for the rest, made by `start` and recorded as in flight, all at once so
     /// two readers of one range share one fetch. Empty when every byte is present.

@@ -111,6 +111,11 @@ public final class Hydrator: @unchecked Sendable {
         registry.placeholder(identity)
     }
 
+    /// True while bytes of the placeholder with `identity` are being fetched.
+    public func isFilling(_ identity: FileIdentity) -> Bool {
+        registry.isFetching(identity)
+    }
+
     /// How many events the loop has read (each is answered once), for status and tests.
     public var eventsSeen: Int { lock.withLock { seen } }
 
