@@ -98,6 +98,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     public func hydrate(_ path: RemotePath, range: ByteRange, bytes: RemoteBytes) async throws(ProviderError) -> Materialization {
         let fd = try openFile(path)
         defer { close(fd) }
+        _ = knownPlaceholder(fd)  // forgets a stale entry: another file is never written into
         return try await hydrator.hydrate(range, of: fd)
     }
 
@@ -107,7 +108,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     public func materialize(_ path: RemotePath, bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
         let fd = try openFile(path)
         defer { close(fd) }
-        if hydrator.placeholder(try identity(of: fd)) == nil, folder.holdsUnfetchedBytes(path) {
+        if knownPlaceholder(fd) == nil, folder.holdsUnfetchedBytes(path) {
             throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) is a placeholder changed while tidesync was not "
                                 + "running, and its missing bytes cannot be told from the changed ones; it is not read")
         }
@@ -118,7 +119,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     public func state(of path: RemotePath) throws(ProviderError) -> Materialization {
         let fd = try openFile(path)
         defer { close(fd) }
-        return hydrator.placeholder(try identity(of: fd))?.state ?? .materialized
+        return knownPlaceholder(fd)?.placeholder.state ?? .materialized
     }
 
     /// Marks the placeholders the state DB records (after a restart the kernel has no marks)
