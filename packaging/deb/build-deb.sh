@@ -43,6 +43,8 @@ fi
 version=$("$binary" --version | awk 'NR == 1 { print $2 }')
 [[ "$version" =~ ^[0-9][A-Za-z0-9.+~-]*$ ]] || die "'$binary --version' gave no usable version ('$version')"
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+# Who builds it: DEBFULLNAME and DEBEMAIL, as Debian's own tools read them.
+maintainer="${DEBFULLNAME:-tidesync developers} <${DEBEMAIL:-tidesync@users.noreply.github.com}>"
 
 stage=$(mktemp -d "${TMPDIR:-/tmp}/tidesync-deb.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
@@ -62,6 +64,12 @@ sed -e 's|/usr/local/bin/tidesync|/usr/bin/tidesync|g' \
 chmod 644 "$root/usr/lib/systemd/user/tidesync.service"
 install -Dm644 "$repo/config/example.toml" "$doc/examples/config.toml"
 install -Dm644 "$repo/config/exclude.default" "$root/usr/share/tidesync/exclude.default"
+# The Swift toolchain's static runtime (Foundation) carries its own zlib; Debian's zlib1g is
+# linked too, for the rest. Not a copy this package made, and not one it can drop.
+install -d "$root/usr/share/lintian/overrides"
+printf '%s\n' '# zlib inside the Swift toolchain'"'"'s static Foundation runtime (--static-swift-stdlib)' \
+    'tidesync: embedded-library zlib [usr/bin/tidesync]' >"$root/usr/share/lintian/overrides/tidesync"
+chmod 644 "$root/usr/share/lintian/overrides/tidesync"
 cat >"$doc/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: tidesync
@@ -76,7 +84,7 @@ COPYRIGHT
 {
     printf 'tidesync (%s) unstable; urgency=medium\n\n' "$version"
     printf '  * Package built from commit %s.\n\n' "$("$binary" --version | sed -n 's/.*commit \([0-9a-f]*\).*/\1/p' | head -1)"
-    printf ' -- tidesync authors <tidesync@localhost>  %s\n' "$(date -R -u -d @"${SOURCE_DATE_EPOCH:-$(date +%s)}")"
+    printf ' -- %s  %s\n' "$maintainer" "$(date -R -u -d @"${SOURCE_DATE_EPOCH:-$(date +%s)}")"
 } | gzip -9n >"$doc/changelog.gz"
 chmod 644 "$doc/changelog.gz" "$doc/copyright"
 
@@ -96,7 +104,7 @@ cat >"$root/DEBIAN/control" <<CONTROL
 Package: tidesync
 Version: $version
 Architecture: $arch
-Maintainer: tidesync authors <tidesync@localhost>
+Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
 Section: net
@@ -107,7 +115,8 @@ Description: two-way folder sync with WebDAV servers and local directories
  ownCloud, Apache mod_dav, nginx, lighttpd, rclone serve webdav) or a local
  directory, on the model of Apple's File Provider: versions on every item,
  conflict copies instead of lost edits, bundles as one item, and files on
- demand (dataless placeholders hydrated when read, with fanotify on Linux 6.14+).
+ demand (dataless placeholders hydrated when read, with fanotify on
+ Linux 6.14 and later).
  It runs as a systemd user service; "tidesync status" says what it is doing.
 CONTROL
 mkdir -p "$out"
