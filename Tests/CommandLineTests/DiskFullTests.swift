@@ -38,7 +38,10 @@ struct DiskFullTests {
         try Self.writeOnServer(fixture, "big.bin", new, store: store)
         try await Self.expectParkedDiskFull(fixture)
         #expect((try? Data(contentsOf: URL(fileURLWithPath: fixture.local + "/big.bin"))) == Self.old, "the old local file changed")
-        #expect(Self.temporaries(in: fixture.local).isEmpty, "partial files left: \(Self.temporaries(in: fixture.local))")
+        // Parked, the daemon retries on its own: a retry may be writing its part right now
+        // (seen beside two CPU hogs). What must never stay is a part once a try is over.
+        let noPart = try await waitUntil(timeout: .seconds(60)) { Self.temporaries(in: fixture.local).isEmpty }
+        #expect(noPart, "partial files left: \(Self.temporaries(in: fixture.local))")
 
         // Space is freed (the file system grows): the daemon goes on by itself, no restart.
         try await Self.remount(fixture.local, options: "size=16m")

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Files-on-demand benchmark against a private Apache mod_dav on 127.0.0.1 (issue 15).
+#
+# A daemon (`tidesync run`, files on demand `mode = "auto"`, default alignment 1 MiB) brings
+# a 1 GiB remote file down as a dataless placeholder; then, each against a reference in the
+# same run, on the same server:
+#   1. first read of 4 MiB at random offsets of the placeholder (dd, one read each);
+#      reference: `curl -r` of the same 4 MiB
+#   2. full sequential read of a second dataless 1 GiB placeholder (cat > /dev/null);
+#      reference: a plain `curl` GET of the whole file
+#   3. a read of the now materialized file, warm in the page cache; reference: the same read
+#      of an ordinary file of the same size (both warm)
+# Goals (issue 15): case 1 <= 1.5x curl, case 2 >= 90 % of curl's throughput, case 3 no
+# measurable overhead. Needs root (fanotify pre-content events) and Linux 6.14 or later.
+#
+#   bash packaging/bench/ondemand-bench.sh        # builds the release binary unless TIDESYNC_BIN is set
+# Environment: BENCH_MIB=1024 (file size), BENCH_READS=7 (case 1 repetitions),
+#              TIDESYNC_BIN=PATH, BENCH_KEEP=1 (keep the work directory).
+set -euo pipefail
+me=ondemand-bench
+say() { printf '%s: %s\n' "$me" "$*" >&2; }
+die() { say "$*"; exit 1; }
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+repo=$(cd "$script_dir/../.." && pwd -P)
+MIB=${BENCH_MIB:-1024}
+READS=${BENCH_READS:-7}
+[[ "$(id -u)" -eq 0 ]] || die "needs root: fanotify pre-content events need CAP_SYS_ADMIN"
+command -v curl >/dev/null || die "curl not found"
+
+if [[ -z "${TIDESYNC_BIN:-}" ]]; then
+    say "building the release binary (swift build -c release)"
+    (cd "$repo" && swift build -c release --product tidesync >/dev/null)
+    TIDESYNC_BIN=$(cd "$repo" && swift build -c release --show-bin-path)/tidesync
+fi
+work=$(mktemp -d /tmp/tidesync-odbench.XXXXXX)
+daemon=
+cleanup() {
+    [[ -n "$daemon" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+    bash "$repo/packaging/dav-server.sh" stop "$work/dav" >/dev/null 2>&1 || true
+    [[ "${BENCH_KEEP:-0}" == 1 ]] && say "kept $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+bash "$repo/packaging/dav-server.sh" start "$work/dav" >/dev/null 2>&1 || die "cannot start Apache (see $work/dav/error.log)"
+# shellcheck disable=SC1091
+source "$work/dav/env"
+disk=$TIDESYNC_TEST_DAV_INF_ROOT/od
+url=${TIDESYNC_TEST_DAV_INF_URL}od/
+mkdir -p "$disk" "$work/Local" "$work/home/.config/tidesync"
+say "writing two ${MIB} MiB files of random bytes on the server"
+for name in a.bin b.bin; do head -c $((MIB << 20)) /dev/urandom >"$disk/$name"; done
+head -c $((MIB << 20)) /dev/urandom >"$work/ordinary.bin"
+chown -R "$TIDESYNC_TEST_DAV_OWNER:$TIDESYNC_TEST_DAV_OWNER" "$disk"
+cat >"$work/home/.config/tidesync/config.toml" <<EOF
+log_level = "warning"
+socket = "$work/tidesync.sock"
+state_dir = "$work/state"
+[[domain]]
+name = "od"
+local = "$work/Local"
+remote = "$url"
+username = "$TIDESYNC_TEST_DAV_USER"
+[domain.placeholders]
+mode = "auto"
+EOF
+export HOME=$work/home XDG_CONFIG_HOME=$work/home/.config TIDESYNC_PASSWORD_OD=$TIDESYNC_TEST_DAV_PASSWORD
+"$TIDESYNC_BIN" run >"$work/daemon.log" 2>&1 &
+daemon=$!
+state() { python3 -c 'import os, sys; print(os.getxattr(sys.argv[1], "user.tidesync.state").decode())' "$1" 2>/dev/null || true; }
+for _ in $(seq 1 600); do
+    [[ "$(state "$work/Local/b.bin")" == dataless ]] && break
+    kill -0 "$daemon" 2>/dev/null || die "the daemon stopped: $(tail -5 "$work/daemon.log")"
+    sleep 0.1
+done
+[[ "$(du -k "$work/Local/a.bin" | cut -f1)" -lt 1024 ]] || die "a.bin is not a placeholder (files on demand unavailable? $(grep -i 'on demand' "$work/daemon.log" | tail -1))"
+
+now() { date +%s.%N; }
+elapsed() { echo "$2 - $1" | bc -l; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+auth=(-u "$TIDESYNC_TEST_DAV_USER:$TIDESYNC_TEST_DAV_PASSWORD" --noproxy '*' -s -o /dev/null)
+
+# 1. First reads of 4 MiB at random offsets (whole MiB, never the same twice), each timed.
+: >"$work/ours.txt"; : >"$work/curl.txt"
+mapfile -t offsets < <(shuf -i 0-$((MIB - 8)) -n "$READS" --random-source=<(yes))
+for mib in "${offsets[@]}"; do
+    start=$(now); dd if="$work/Local/a.bin" of=/dev/null bs=4M iflag=skip_bytes skip=$((mib << 20)) count=1 status=none; end=$(now)
+    elapsed "$start" "$end" >>"$work/ours.txt"
+    start=$(now); curl "${auth[@]}" -r "$((mib << 20))-$(((mib + 4) << 20) - 1))" "${url}a.bin"; end=$(now)
+    elapsed "$start" "$end" >>"$work/curl.txt"
+done
+ours1=$(median <"$work/ours.txt"); curl1=$(median <"$work/curl.txt")
+cmp <(dd if="$work/Local/a.bin" bs=4M iflag=skip_bytes skip=$((offsets[0] << 20)) count=1 status=none) \
+    <(dd if="$disk/a.bin" bs=4M iflag=skip_bytes skip=$((offsets[0] << 20)) count=1 status=none) || die "case 1 read wrong bytes"
+
+# 2. Full sequential read of the second placeholder; plain GET of the whole file.
+start=$(now); cat "$work/Local/b.bin" >/dev/null; end=$(now); ours2=$(elapsed "$start" "$end")
+start=$(now); curl "${auth[@]}" "${url}b.bin"; end=$(now); curl2=$(elapsed "$start" "$end")
+cmp "$work/Local/b.bin" "$disk/b.bin" || die "case 2 read wrong bytes"
+
+# 3. The materialized file against an ordinary one, both warm (each read once before).
+cat "$work/Local/b.bin" "$work/ordinary.bin" >/dev/null
+start=$(now); cat "$work/Local/b.bin" >/dev/null; end=$(now); ours3=$(elapsed "$start" "$end")
+start=$(now); cat "$work/ordinary.bin" >/dev/null; end=$(now); plain3=$(elapsed "$start" "$end")
+
+printf '\n%-58s %10s %10s %8s\n' "case (${MIB} MiB files, alignment 1 MiB)" tidesync reference ratio
+printf '%-58s %9.3fs %9.3fs %7.2fx\n' "1. first read of 4 MiB at a random offset (median of $READS) / curl -r" "$ours1" "$curl1" "$(echo "$ours1 / $curl1" | bc -l)"
+printf '%-58s %9.3fs %9.3fs %7.2fx\n' "2. full sequential read of a placeholder / curl GET" "$ours2" "$curl2" "$(echo "$ours2 / $curl2" | bc -l)"
+printf '%-58s %9.3fs %9.3fs %7.2fx\n' "3. warm read, materialized file / ordinary file" "$ours3" "$plain3" "$(echo "$ours3 / $plain3" | bc -l)"
+printf 'throughput of case 2: %.0f MiB/s (curl %.0f MiB/s)\n' "$(echo "$MIB / $ours2" | bc -l)" "$(echo "$MIB / $curl2" | bc -l)"
