@@ -88,7 +88,9 @@ write_conf() {
     ThreadLimit             64
     ThreadsPerChild         25
     MinSpareThreads         25
-    MaxSpareThreads         100
+    # As many as there may be workers: idle-server maintenance stopping a child
+    # closes the kept-alive connections it holds under the clients' feet.
+    MaxSpareThreads         200
     MaxRequestWorkers       200
     MaxConnectionsPerChild  0
 </IfModule>

@@ -236,10 +236,12 @@ final class WebDAVConnection: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            let answered = Mutex(false)
             do {
                 let meter = TransferMeter()
                 return try await watched(request.method.rawValue, meter: meter) {
                     let response = try await client.execute(request, timeout: Self.metadataTimeout)
+                    answered.withLock { $0 = true }
                     self.noteStatus(response.status, for: request)
                     var body = ByteBuffer()
                     for try await chunk in response.body {
@@ -254,9 +256,12 @@ final class WebDAVConnection: Sendable {
             } catch let error as ChannelError where error == .ioOnClosedChannel && attempt == 1 {
                 continue
             } catch let error as HTTPClientError where error == .remoteConnectionClosed && attempt == 1
-                        && Self.idempotent.contains(request.method.rawValue) {
+                        && (Self.idempotent.contains(request.method.rawValue) || !answered.withLock({ $0 })) {
                 // The server closed a kept-alive connection as the request went out (Apache
-                // after KeepAliveTimeout): a request that changes nothing is sent again.
+                // after KeepAliveTimeout, or a child its idle-server maintenance stops): sent
+                // again on a new connection. A write too, when no answer came: every write is
+                // guarded (If-Match, Overwrite: F, a MKCOL of an existing folder fails), so one
+                // that did land the first time fails the second and the next plan sees it.
                 continue
             } catch {
                 throw await failure(error, method: request.method.rawValue)

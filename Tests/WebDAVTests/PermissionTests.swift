@@ -85,6 +85,10 @@ struct PermissionTests {
             let entry = try await store.entry(at: try RemotePath(["a.txt"]))
             #expect(entry.etag?.value == "e1")
             #expect(server.requests.filter { $0.method == "PROPFIND" }.count == 2)
+            // A write too (Apache's idle-server maintenance closed connections mid-suite).
+            let made = try await store.connection.send(store.connection.request("MKCOL", path: "/dav/new/"))
+            #expect(made.status.code == 201)
+            #expect(server.requests.filter { $0.method == "MKCOL" }.count == 2, "\(server.requests.map(\.method))")
         }
     }
 
