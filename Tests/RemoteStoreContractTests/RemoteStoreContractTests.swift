@@ -92,9 +92,11 @@ struct RemoteStoreContractTests {
                 // Apache checks If-Match before it reads the body and holds nothing while it
                 // writes: both land (issue 13, item 4). The lock-guarded replace that fixed it
                 // corrupted Apache's lock database under load and is withdrawn (README).
-                withKnownIssue("Apache answers two PUTs with the same If-Match, sent at once, 204 and 204", isIntermittent: true) {
+                // WsgiDAV checks If-Match and then writes the file in place, holding nothing
+                // in between: two PUTs at once both landed on a fresh-clone run too.
+                withKnownIssue("Apache and WsgiDAV answer two PUTs with the same If-Match, sent at once, both with success", isIntermittent: true) {
                     #expect(landed == 1, "round \(round): \(outcomes.map { $0.map { "\($0.code)" } ?? "landed" }) — a version was lost without a word")
-                } when: { kind == .apache || kind == .apacheDepthInfinity } matching: { _ in landed == 2 }
+                } when: { kind == .apache || kind == .apacheDepthInfinity || kind == .wsgidav } matching: { _ in landed == 2 }
                 guard landed == 1 else { continue }
                 for case let code? in outcomes.map({ $0?.code }) {
                     #expect(code == .versionMismatch || code == .locked, "round \(round): \(code)")
