@@ -174,10 +174,4 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         guard fd >= 0 else { throw LocalFolder.error(errno, "cannot open \(folder.absolute(path))") }
         return fd
     }
-
-    private func identity(of fd: Int32) throws(ProviderError) -> FileIdentity {
-        var info = Glibc.stat()
-        guard fstat(fd, &info) == 0 else { throw LocalFolder.error(errno, "cannot look at a file to hydrate") }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-    }
 }

@@ -20,28 +20,7 @@ final class FilesOnDemandSafetyTests {
     let disk: String
 
     init() async throws {
-        fixture = try DaemonFixture()
-        apache = try await PrivateApache.start()
-        let collection = try apache.collection()
-        disk = collection.disk
-        fixture.remoteDisk = disk
-        fixture.environment["TIDESYNC_PASSWORD_ST"] = apache.password
-        try fixture.write(config: """
-            socket = "\(fixture.socket)"
-            [[domain]]
-            name = "st"
-            local = "~/Cloud"
-            remote = "\(collection.url)"
-            username = "\(apache.values["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")"
-            poll_interval = "1s"
-
-            [domain.placeholders]
-            mode = "auto"
-            min_size = "1MiB"
-            alignment = "64KiB"
-            hydration_timeout = "20s"
-
-            """)
+        (fixture, apache, disk) = try await DaemonFixture.onDemand(hydrationTimeout: "20s")
     }
 
     deinit { apache.stopAtEnd() }

@@ -55,28 +55,7 @@ final class FilesOnDemandTests {
     let disk: String
 
     init() async throws {
-        fixture = try DaemonFixture()
-        apache = try await PrivateApache.start()
-        let collection = try apache.collection()
-        disk = collection.disk
-        fixture.remoteDisk = disk
-        fixture.environment["TIDESYNC_PASSWORD_ST"] = apache.password
-        try fixture.write(config: """
-            socket = "\(fixture.socket)"
-            [[domain]]
-            name = "st"
-            local = "~/Cloud"
-            remote = "\(collection.url)"
-            username = "\(apache.values["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")"
-            poll_interval = "1s"
-
-            [domain.placeholders]
-            mode = "auto"
-            min_size = "1MiB"
-            alignment = "64KiB"
-            hydration_timeout = "5s"
-
-            """)
+        (fixture, apache, disk) = try await DaemonFixture.onDemand()
     }
 
     deinit { apache.stopAtEnd() }
@@ -265,5 +244,35 @@ final class FilesOnDemandUnsupportedTests {
         let whole = try Data(contentsOf: URL(fileURLWithPath: local + "/big.bin"))
         #expect(FilesOnDemandTests.difference(whole, content) == nil, "the file did not come down whole")
         #expect(await fixture.stopDaemon() == 0)
+    }
+}
+
+extension DaemonFixture {
+    /// A fixture whose domain "st" syncs ~/Cloud with a collection of an Apache of its own
+    /// (which a test may stop), files on demand on: `min_size` 1 MiB, `alignment` 64 KiB,
+    /// a 1 s poll. Returns the fixture, the Apache and the collection's folder on its disk.
+    static func onDemand(hydrationTimeout: String = "5s") async throws -> (DaemonFixture, PrivateApache, String) {
+        let fixture = try DaemonFixture()
+        let apache = try await PrivateApache.start()
+        let collection = try apache.collection()
+        fixture.remoteDisk = collection.disk
+        fixture.environment["TIDESYNC_PASSWORD_ST"] = apache.password
+        try fixture.write(config: """
+            socket = "\(fixture.socket)"
+            [[domain]]
+            name = "st"
+            local = "~/Cloud"
+            remote = "\(collection.url)"
+            username = "\(apache.values["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")"
+            poll_interval = "1s"
+
+            [domain.placeholders]
+            mode = "auto"
+            min_size = "1MiB"
+            alignment = "64KiB"
+            hydration_timeout = "\(hydrationTimeout)"
+
+            """)
+        return (fixture, apache, collection.disk)
     }
 }
