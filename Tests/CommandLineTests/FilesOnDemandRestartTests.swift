@@ -43,9 +43,12 @@ final class FilesOnDemandRestartTests {
         return fd >= 0 && lseek(fd, 0, 3) < 0 && errno == ENXIO  // SEEK_DATA
     }
 
-    /// True while `pid` waits in the kernel for a fanotify answer.
+    /// True while `pid` waits in the kernel for a fanotify answer (its wait channel, or,
+    /// where the kernel hides symbols, the uninterruptible state such a wait shows as).
     static func waitsOnFanotify(_ pid: Int32) -> Bool {
-        (readFile("/proc/\(pid)/wchan") ?? "").contains("fanotify")
+        if (readFile("/proc/\(pid)/wchan") ?? "").contains("fanotify") { return true }
+        let stat = readFile("/proc/\(pid)/stat") ?? ""
+        return stat.split(separator: ")").last?.split(separator: " ").first == "D"
     }
 
     @Test("kill -9: a placeholder's reader waits on the stored group; the restarted daemon takes it back and serves the right bytes")
@@ -98,7 +101,7 @@ final class NotifySocket: @unchecked Sendable {
     /// Every message received so far (reading those waiting first).
     var messages: [String] {
         drain()
-        return received.map(\.message)
+        return received.map { $0.message }
     }
     private var received: [(message: String, fds: [Int32])] = []
 

@@ -206,8 +206,12 @@ public final class Hydrator: @unchecked Sendable {
 
     /// Answers at once what needs no fetch; hands a placeholder's read to a task.
     private func route(_ event: PreContentGroup.Event) {
-        guard event.pid != getpid(), let identity = Self.identity(of: event.file), let placeholder = registry.placeholder(identity),
-              let (wanted, reader) = request(event, of: placeholder) else { return answer(event, .allow) }
+        guard event.pid != getpid(), let identity = Self.identity(of: event.file),
+              let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
+        if let range = event.range, mayHydrate(event.pid) {
+            readAhead(after: Self.wanted(range, size: placeholder.size, alignment: alignment), of: identity, through: event.file)
+        }
+        guard let (wanted, reader) = request(event, of: placeholder) else { return answer(event, .allow) }
         guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
         Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
     }
@@ -223,6 +227,11 @@ public final class Hydrator: @unchecked Sendable {
         guard missing > 0 else { return nil }
         return (wanted, HydrationEntry(program: opener ?? HydrationRules.processName(of: event.pid), pid: event.pid,
                                        path: placeholder.path, bytes: missing))
+    }
+
+    /// False for a program of `deny_hydration` (its reads fetch nothing, read-ahead included).
+    private func mayHydrate(_ pid: Int32) -> Bool {
+        rules.denyHydration.isEmpty || !rules.denyHydration.contains(HydrationRules.processName(of: pid) ?? "")
     }
 
     /// A program of `deny_hydration` reading bytes a placeholder lacks: EPERM, nothing fetched.
