@@ -29,12 +29,12 @@ extension PreContentGroup {
     static func fanotifyFlags(of descriptor: Int32) -> UInt32? {
         var link = [CChar](repeating: 0, count: 64)
         let length = readlink("/proc/self/fd/\(descriptor)", &link, link.count - 1)
-        guard length > 0, String(cString: link) == "anon_inode:[fanotify]" else { return nil }
+        guard length > 0, String(decoding: link.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "anon_inode:[fanotify]" else { return nil }
         guard let file = fopen("/proc/self/fdinfo/\(descriptor)", "r") else { return nil }
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 256)
         while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(cString: line)
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             guard text.hasPrefix("fanotify flags:") else { continue }
             let value = text.dropFirst("fanotify flags:".count).prefix { $0.isHexDigit }
             return UInt32(value, radix: 16)
