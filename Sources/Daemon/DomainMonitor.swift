@@ -61,6 +61,8 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var recentHydrations: [HydrationStatus] = []
         /// With files on demand: the reads waiting for their bytes now.
         public var hydrationsInFlight: [HydrationStatus] = []
+        /// Files on demand runs (placeholders are made and hydrated).
+        public var hydrating = false
     }
 
     /// What the hydrator reports for `status`.
@@ -112,6 +114,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
         let reported = hydrations.withLock { $0 }?()
         snapshot.recentHydrations = reported?.recent ?? []
         snapshot.hydrationsInFlight = reported?.inFlight ?? []
+        snapshot.hydrating = reported != nil
         return snapshot
     }
 

@@ -95,11 +95,11 @@ extension DomainStatus {
         return status
     }
 
-    /// Files on demand: whether it runs, how many placeholders there are (when it was asked
-    /// for, or placeholders are left from it) and the hydrations of a running domain.
+    /// Files on demand: whether it runs, how many placeholders there are (when it runs, or
+    /// placeholders are left from it) and the hydrations of a running domain.
     mutating func describeFilesOnDemand(_ live: DomainMonitor.Snapshot?, summary: DomainSummary?) {
         let dataless = summary?.dataless ?? 0, partial = summary?.partial ?? 0
-        if live?.filesOnDemand != nil || dataless + partial > 0 {
+        if live?.hydrating == true || dataless + partial > 0 {
             placeholders = PlaceholderCounts(dataless: dataless, partial: partial)
         }
         guard let live else { return }

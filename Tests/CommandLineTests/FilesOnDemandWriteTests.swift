@@ -137,7 +137,10 @@ final class FilesOnDemandWriteTests {
         let page = try await shell("dd if='\(local("a.bin"))' bs=4096 skip=20 count=1 status=none > /dev/null")
         #expect(page.status == 0, "\(page.errors)")
 
-        let domain = DaemonFixture.firstDomain(try await fixture.statusJSON().json)
+        let schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
+        let document = try await fixture.statusJSON().json
+        #expect(schema.problems(document).isEmpty, "\(schema.problems(document))")
+        let domain = DaemonFixture.firstDomain(document)
         let placeholders = domain["placeholders"] as? [String: Any] ?? [:]
         #expect(placeholders["dataless"] as? Int == 1 && placeholders["partial"] as? Int == 1, "placeholders: \(placeholders)")
         let counts = domain["counts"] as? [String: Any] ?? [:]
@@ -154,10 +157,13 @@ final class FilesOnDemandWriteTests {
             let stopped = apache.pause()
             defer { apache.resume(stopped) }
             reader = try ChildProcess("/bin/dd", ["if=\(local("b.bin"))", "of=\(out)", "bs=4096", "skip=100", "count=1", "status=none"])
+            var waiting: [String: Any] = [:]
             #expect(try await waitUntil(timeout: .seconds(20)) {
-                inFlight = DaemonFixture.firstDomain(try await fixture.statusJSON().json)["hydrationsInFlight"] as? [[String: Any]] ?? []
+                waiting = try await fixture.statusJSON().json
+                inFlight = DaemonFixture.firstDomain(waiting)["hydrationsInFlight"] as? [[String: Any]] ?? []
                 return !inFlight.isEmpty
             }, "no hydration in flight in status")
+            #expect(schema.problems(waiting).isEmpty, "\(schema.problems(waiting))")
             let text = try await fixture.tidesync(["status"]).output
             #expect(text.contains("hydrating now:") && text.contains("dd (pid \(reader.processIdentifier)) reads b.bin"),
                     "status said:\n\(text)")
