@@ -111,11 +111,19 @@ extension WebDAVStore {
                 entry.etag = headerETag
             }
             return entry
-        } catch where error.code == .serverUnreachable || error.code == .cancelled {
+        } catch where Self.landedAnyway(error) {
             // The upload landed; only its version is unknown. Say so rather than fail
             // (a retry would 412 against our own write and look like a conflict).
             return RemoteEntry(path: path, kind: .file, size: before.size, etag: headerETag)
         }
+    }
+
+    /// True when reading back the version of a write that landed failed in a way that
+    /// leaves the write done: the server did not answer, the request was cancelled, or the
+    /// item is no longer there (another client moved or deleted it, or its folder, right
+    /// after; the next walk finds it where it went, with the bytes we sent).
+    static func landedAnyway(_ error: ProviderError) -> Bool {
+        error.code == .serverUnreachable || error.code == .cancelled || error.code == .noSuchItem
     }
 
     /// A PUT with `If-Match` answered 201 Created: the file was not there, and the server
