@@ -35,9 +35,22 @@ extension WebDAVStore {
         // answer without one (Apache's 416 has none) is checked by a fresh PROPFIND.
         if let version {
             var served = etag
-            if served == nil { served = try await entry(at: path).etag }
+            var listed: RemoteEntry?
+            if served == nil {
+                listed = try await entry(at: path)
+                served = listed?.etag
+            }
             guard let served, served.sameValue(as: version) else {
                 throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+            // lighttpd sends no ETag with a GET and, for a second after a change it did not
+            // make itself, the length from its stat cache: the first bytes of the new
+            // version cut at the old length. A whole-file answer whose length is not the
+            // listed size is not the version asked for.
+            if range == nil, response.status.code == 200, let listed,
+               let length = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), length != listed.size {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server while it was read",
+                                    underlying: "\(length) bytes sent for a version of \(listed.size)")
             }
         }
         if response.status.code == 206, let range,
