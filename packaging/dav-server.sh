@@ -115,6 +115,11 @@ EOF
         printf '\n'
         printf 'LogFormat "%%h %%u %%t \\"%%r\\" %%>s %%I %%O %%D" tidesync\n'
         printf 'CustomLog "%s/access.log" tidesync\n' "$dir"
+        # Writes, tab-separated, with when each began and ended (µs) and their conditions: mod_dav
+        # checks If-Match before it reads the body and holds nothing while it writes, so
+        # two writes from one version that overlap both land; tests find such pairs here.
+        printf 'LogFormat "%%{begin:usec}t\\t%%{end:usec}t\\t%%>s\\t%%r\\t%%{If-Match}i\\t%%{If-None-Match}i" tidesync-writes\n'
+        printf 'CustomLog "%s/writes.log" tidesync-writes "expr=%%{REQUEST_METHOD} in {\x27PUT\x27, \x27MOVE\x27, \x27DELETE\x27, \x27COPY\x27}"\n' "$dir"
         printf '\n'
         printf 'DavLockDB "%s/lock/DavLock"\n' "$dir"
         printf 'DocumentRoot "%s/htdocs"\n' "$dir"

@@ -96,6 +96,12 @@ public struct DomainStatus: Codable, Sendable, Equatable {
     /// With files on demand: the last reads that fetched bytes, oldest first (who pulled
     /// what); left out when there are none.
     public var recentHydrations: [HydrationStatus]?
+    /// With files on demand (or placeholders left from it): how many files are placeholders;
+    /// `counts` has their bytes on disk against the total.
+    public var placeholders: PlaceholderCounts?
+    /// With files on demand: the programs waiting for a placeholder's bytes now, longest
+    /// waiting first (`at` is when they started to wait); left out when there are none.
+    public var hydrationsInFlight: [HydrationStatus]?
 
     public init(name: String, state: State, paused: PauseInfo? = nil, error: ErrorInfo? = nil, localFolder: String,
                 remote: String, lastCompleteSync: Date? = nil, transfers: [Transfer] = [],
@@ -143,13 +149,30 @@ public struct HydrationStatus: Codable, Sendable, Equatable {
     /// The bytes fetched for that read.
     public var bytes: Int64
     public var at: Date
+    /// True for a write into a placeholder (the whole file is fetched before it goes on);
+    /// left out for a read.
+    public var writing: Bool?
 
-    public init(program: String?, pid: Int, path: String, bytes: Int64, at: Date) {
+    public init(program: String?, pid: Int, path: String, bytes: Int64, at: Date, writing: Bool? = nil) {
         self.program = program
         self.pid = pid
         self.path = path
         self.bytes = bytes
         self.at = at
+        self.writing = writing
+    }
+}
+
+/// How many files of a domain are placeholders.
+public struct PlaceholderCounts: Codable, Sendable, Equatable {
+    /// Holding none of their bytes.
+    public var dataless: Int
+    /// Holding some of them.
+    public var partial: Int
+
+    public init(dataless: Int, partial: Int) {
+        self.dataless = dataless
+        self.partial = partial
     }
 }
 

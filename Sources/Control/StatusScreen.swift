@@ -34,8 +34,7 @@ public enum StatusScreen {
         if let paused = domain.paused, paused.by != "massDelete" { lines.append("  " + paused.reason) }
         if let held = domain.heldDeletions { lines.append("  " + held.summary) }
         if let changed = domain.remoteChanged { lines.append("  " + changed) }
-        if let onDemand = domain.filesOnDemand { lines.append("  " + onDemand) }
-        lines += hydrationLines(domain.recentHydrations ?? [], clock: clock)
+        lines += onDemandLines(domain, clock: clock)
         if let folders = domain.unreadableFolders, !folders.isEmpty {
             lines.append("  NOT SYNCED, cannot be read (left as they were on both sides; tried again each pass):")
             for folder in folders.prefix(10) {
@@ -131,6 +130,26 @@ public enum StatusScreen {
         guard !hydrations.isEmpty else { return [] }
         return ["  last hydrations:"] + hydrations.reversed().map { entry in
             "    \(entry.program ?? "?") (pid \(entry.pid)) \(bytes(entry.bytes)) of \(entry.path), \(clock.time(entry.at))"
+        }
+    }
+
+    /// Files on demand: on or why not, the placeholders, who waits for bytes now, who pulled what.
+    static func onDemandLines(_ domain: DomainStatus, clock: Clock) -> [String] {
+        var lines = domain.filesOnDemand.map { ["  " + $0] } ?? []
+        if let placeholders = domain.placeholders {
+            lines.append("  placeholders: \(placeholders.dataless) dataless, \(placeholders.partial) partial; "
+                         + "\(bytes(domain.counts.bytesOnDisk)) on disk of \(bytes(domain.counts.bytesTotal))")
+        }
+        return lines + inFlightLines(domain.hydrationsInFlight ?? [], clock: clock)
+            + hydrationLines(domain.recentHydrations ?? [], clock: clock)
+    }
+
+    /// The programs waiting for a placeholder's bytes now, and since when.
+    static func inFlightLines(_ hydrations: [HydrationStatus], clock: Clock) -> [String] {
+        guard !hydrations.isEmpty else { return [] }
+        return ["  hydrating now:"] + hydrations.map { entry in
+            "    \(entry.program ?? "?") (pid \(entry.pid)) \(entry.writing == true ? "writes" : "reads") \(entry.path): "
+                + "\(bytes(entry.bytes)) to fetch, waiting since \(clock.time(entry.at))"
         }
     }
 

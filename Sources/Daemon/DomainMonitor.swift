@@ -59,6 +59,16 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var filesOnDemand: String?
         /// With files on demand: the last reads that fetched bytes, oldest first.
         public var recentHydrations: [HydrationStatus] = []
+        /// With files on demand: the reads waiting for their bytes now.
+        public var hydrationsInFlight: [HydrationStatus] = []
+        /// Files on demand runs (placeholders are made and hydrated).
+        public var hydrating = false
+    }
+
+    /// What the hydrator reports for `status`.
+    public struct Hydrations: Sendable {
+        public var recent: [HydrationStatus]
+        public var inFlight: [HydrationStatus]
     }
 
     /// The domain's name.
@@ -71,7 +81,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     private let database = Mutex<StateDatabase?>(nil)
     private let wakeHandler = Mutex<(@Sendable () -> Void)?>(nil)
     /// Where `snapshot` reads the last hydrations from (the hydrator keeps them).
-    private let hydrations = Mutex<(@Sendable () -> [HydrationStatus])?>(nil)
+    private let hydrations = Mutex<(@Sendable () -> Hydrations)?>(nil)
     private let openFiles = Mutex<DomainFiles?>(nil)
     private let onChange: @Sendable () -> Void
     /// Ends `wait` early: on sync-now and when its stop flag is set.
@@ -101,7 +111,10 @@ public final class DomainMonitor: PlanObserver, Sendable {
             snapshot.pending = record.steps.keys.sorted().compactMap { record.steps[$0] }
             return snapshot
         }
-        snapshot.recentHydrations = hydrations.withLock { $0 }?() ?? []
+        let reported = hydrations.withLock { $0 }?()
+        snapshot.recentHydrations = reported?.recent ?? []
+        snapshot.hydrationsInFlight = reported?.inFlight ?? []
+        snapshot.hydrating = reported != nil
         return snapshot
     }
 
@@ -116,7 +129,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
     }
 
     /// Shows the last hydrations `source` gives (nil: none, files on demand is not running).
-    func setHydrations(_ source: (@Sendable () -> [HydrationStatus])?) {
+    func setHydrations(_ source: (@Sendable () -> Hydrations)?) {
         hydrations.withLock { $0 = source }
     }
 

@@ -56,7 +56,7 @@ public final class DomainService: Sendable {
         let onDemand = FilesOnDemand(domain.placeholders, domain: domain.name, folder: folder, provider: provider,
                                      staysRunning: staysRunning, stored: staysRunning ? StoredGroups.shared : nil, logger: logger)
         monitor.setFilesOnDemand(onDemand.sentence)
-        monitor.setHydrations(onDemand.recentHydrations(root: domain.localPath))
+        monitor.setHydrations(onDemand.hydrations(root: domain.localPath))
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,
                                 observer: monitor, placeholders: onDemand.port)
         self.onDemand = onDemand

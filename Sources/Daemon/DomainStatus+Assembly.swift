@@ -58,6 +58,7 @@ extension DomainStatus {
                 }
             }
         }
+        status.describeFilesOnDemand(live, summary: facts?.summary)
         guard let live else {
             // Without the daemon, `allow-deletions` has no one to tell: a run does it.
             status.heldDeletions = facts?.held.map {
@@ -76,8 +77,6 @@ extension DomainStatus {
                           release: "tidesync allow-deletions \(domain.name)")
         }
         status.remoteChanged = live.remoteChange?.message(domain: domain.name)
-        status.filesOnDemand = live.filesOnDemand
-        status.recentHydrations = live.recentHydrations.isEmpty ? nil : live.recentHydrations
         (status.state, status.paused, status.error) = state(of: live)
         if live.watcher.watchLimitReached, status.error == nil {
             status.error = ErrorInfo(code: "watchLimitReached",
@@ -94,6 +93,19 @@ extension DomainStatus {
         }
         status.transfers = live.pending.filter { $0.running && $0.step.direction != nil }.map { transfer(of: $0, now: now) }
         return status
+    }
+
+    /// Files on demand: whether it runs, how many placeholders there are (when it runs, or
+    /// placeholders are left from it) and the hydrations of a running domain.
+    mutating func describeFilesOnDemand(_ live: DomainMonitor.Snapshot?, summary: DomainSummary?) {
+        let dataless = summary?.dataless ?? 0, partial = summary?.partial ?? 0
+        if live?.hydrating == true || dataless + partial > 0 {
+            placeholders = PlaceholderCounts(dataless: dataless, partial: partial)
+        }
+        guard let live else { return }
+        filesOnDemand = live.filesOnDemand
+        recentHydrations = live.recentHydrations.isEmpty ? nil : live.recentHydrations
+        hydrationsInFlight = live.hydrationsInFlight.isEmpty ? nil : live.hydrationsInFlight
     }
 
     /// The state shown for a live domain.

@@ -132,15 +132,16 @@ struct FilesOnDemand: Sendable {
         }
     }
 
-    /// The last hydrations for `status`, paths below `root`; nil without files on demand.
-    func recentHydrations(root: String) -> (@Sendable () -> [HydrationStatus])? {
+    /// The last hydrations and those in flight for `status`, paths below `root`; nil
+    /// without files on demand.
+    func hydrations(root: String) -> (@Sendable () -> DomainMonitor.Hydrations)? {
         guard let hydrator = fanotify?.hydrator else { return nil }
-        return {
-            hydrator.recentHydrations.map { entry in
-                let path = entry.path.hasPrefix(root + "/") ? String(entry.path.dropFirst(root.count + 1)) : entry.path
-                return HydrationStatus(program: entry.program, pid: Int(entry.pid), path: path, bytes: entry.bytes, at: entry.date)
-            }
+        @Sendable func status(_ entry: HydrationEntry) -> HydrationStatus {
+            let path = entry.path.hasPrefix(root + "/") ? String(entry.path.dropFirst(root.count + 1)) : entry.path
+            return HydrationStatus(program: entry.program, pid: Int(entry.pid), path: path, bytes: entry.bytes, at: entry.date,
+                                   writing: entry.writing ? true : nil)
         }
+        return { DomainMonitor.Hydrations(recent: hydrator.recentHydrations.map(status), inFlight: hydrator.hydrationsInFlight.map(status)) }
     }
 
     /// A clean stop: locks the placeholders that are not whole (mode 000 until the next

@@ -142,6 +142,9 @@ public struct DomainLoop: Sendable {
     private var retryAt: Instant?
     /// Failed passes in a row, for the retry's backoff.
     private var failures = 0
+    /// True when the last pass left work to do at once (a conflict or a vanished item to
+    /// look at again), so the loop is not quiet although nothing waits in the queue.
+    public var followsUpAtOnce: Bool { followUp.map { $0 <= now } ?? false }
     private var nextUnwatched: Instant?
     private var rootGone = false
     /// Passes in a row that left conflicts to resolve.

@@ -45,6 +45,8 @@ public final class LiveSync: Sendable {
     struct Counters {
         var passes = 0
         var busy = false
+        /// The last pass left work for a pass at once (`DomainLoop.followsUpAtOnce`).
+        var followUpAtOnce = false
         /// Lost-event rescans already logged.
         var overflowsLogged = 0
 
@@ -60,6 +62,9 @@ public final class LiveSync: Sendable {
     public var passes: Int { counters.withLock { $0.passes } }
     /// True while a pass runs, and until the loop carried out what it decided from it.
     public var isBusy: Bool { counters.withLock { $0.busy } }
+    /// True when the last pass left work that the next pass takes up at once: between the
+    /// two the loop is not busy, but it is not quiet either.
+    public var followsUpAtOnce: Bool { counters.withLock { $0.followUpAtOnce } }
 
     public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
                 observer: (any LiveSyncObserver)? = nil,
@@ -180,8 +185,11 @@ public final class LiveSync: Sendable {
             result.log(to: logger)
             counters.withLock { $0.passes += 1 }
             observer?.passFinished(result)
-            return loop.passFinished(DomainLoop.PassOutcome(result))
+            let next = loop.passFinished(DomainLoop.PassOutcome(result))
+            counters.withLock { $0.followUpAtOnce = loop.followsUpAtOnce }
+            return next
         } catch {
+            counters.withLock { $0.followUpAtOnce = false }
             return loop.passFailed(error)
         }
     }

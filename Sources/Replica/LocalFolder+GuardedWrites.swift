@@ -31,7 +31,11 @@ extension LocalFolder {
         guard let now = entry(at: path), now.stat.inode == installed.stat.inode else {
             throw ProviderError(.versionMismatch, "\(target) was replaced right after it was downloaded; it will be looked at again")
         }
-        return now.stat
+        // The stat of the download as it was put in place, not as it is now: a program
+        // that wrote into the file since (it is in sight from the rename on) made a change
+        // the record must not take for the download, or it is never uploaded (two-client
+        // test, seed 1207, beside CPU hogs: an edit right after a download was lost).
+        return installed.stat
     }
 
     /// Creates the folder at `path`; an existing folder there counts as done.

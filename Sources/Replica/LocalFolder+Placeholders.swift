@@ -64,7 +64,8 @@ extension LocalFolder {
         guard let now = entry(at: path), now.stat.inode == made.inode else {
             throw ProviderError(.versionMismatch, "\(absolute(path)) was replaced right after its placeholder was made; it will be looked at again")
         }
-        return now.stat
+        // As made, not as now: a write since then is a change of the user's (see `install`).
+        return made
     }
 
     /// Creates the temporary file, sparse, tagged, marked, timed and fsynced.

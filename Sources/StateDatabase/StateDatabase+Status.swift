@@ -18,6 +18,9 @@ public struct DomainSummary: Sendable, Equatable {
     public var bytesTotal: Int64 = 0
     /// The part of `bytesTotal` that is on this disk (all of it, until placeholders exist).
     public var bytesOnDisk: Int64 = 0
+    /// Placeholders holding none of their bytes, and some of them.
+    public var dataless = 0
+    public var partial = 0
     /// How many conflict copies were ever recorded.
     public var conflicts = 0
     /// When both sides were last found to agree; nil before the first time.
@@ -36,7 +39,8 @@ extension StateDatabase {
             var summary = DomainSummary()
             let rows = try Row.fetchAll(db, sql: """
                 SELECT kind, count(*), total(size),
-                       total(CASE WHEN materialization = 'materialized' THEN size ELSE 0 END)
+                       total(CASE WHEN materialization = 'materialized' THEN size ELSE 0 END),
+                       total(materialization = 'dataless'), total(materialization = 'partial')
                 FROM item WHERE id != 'root' GROUP BY kind
                 """)
             for row in rows {
@@ -49,6 +53,8 @@ extension StateDatabase {
                 }
                 summary.bytesTotal += Int64(row[2] as Double)
                 summary.bytesOnDisk += Int64(row[3] as Double)
+                summary.dataless += Int(row[4] as Double)
+                summary.partial += Int(row[5] as Double)
             }
             summary.bytesOnDisk += try Int64.fetchOne(db, sql: """
                 SELECT total(end_offset - start_offset) FROM hydrated_range

@@ -35,9 +35,22 @@ extension WebDAVStore {
         // answer without one (Apache's 416 has none) is checked by a fresh PROPFIND.
         if let version {
             var served = etag
-            if served == nil { served = try await entry(at: path).etag }
+            var listed: RemoteEntry?
+            if served == nil {
+                listed = try await entry(at: path)
+                served = listed?.etag
+            }
             guard let served, served.sameValue(as: version) else {
                 throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+            // lighttpd sends no ETag with a GET and, for a second after a change it did not
+            // make itself, the length from its stat cache: the first bytes of the new
+            // version cut at the old length. A whole-file answer whose length is not the
+            // listed size is not the version asked for.
+            if range == nil, response.status.code == 200, let listed,
+               let length = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), length != listed.size {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server while it was read",
+                                    underlying: "\(length) bytes sent for a version of \(listed.size)")
             }
         }
         if response.status.code == 206, let range,
@@ -111,11 +124,19 @@ extension WebDAVStore {
                 entry.etag = headerETag
             }
             return entry
-        } catch where error.code == .serverUnreachable || error.code == .cancelled {
+        } catch where Self.landedAnyway(error) {
             // The upload landed; only its version is unknown. Say so rather than fail
             // (a retry would 412 against our own write and look like a conflict).
             return RemoteEntry(path: path, kind: .file, size: before.size, etag: headerETag)
         }
+    }
+
+    /// True when reading back the version of a write that landed failed in a way that
+    /// leaves the write done: the server did not answer, the request was cancelled, or the
+    /// item is no longer there (another client moved or deleted it, or its folder, right
+    /// after; the next walk finds it where it went, with the bytes we sent).
+    static func landedAnyway(_ error: ProviderError) -> Bool {
+        error.code == .serverUnreachable || error.code == .cancelled || error.code == .noSuchItem
     }
 
     /// A PUT with `If-Match` answered 201 Created: the file was not there, and the server

@@ -405,7 +405,7 @@ extension WebDAVStore {
                 entry.etag = nil
             }
             return entry
-        } catch where error.code == .serverUnreachable || error.code == .cancelled {
+        } catch where Self.landedAnyway(error) {
             return RemoteEntry(path: path, kind: .file, size: before.size, etag: sent.etag)
         }
     }

@@ -250,8 +250,8 @@ final class FilesOnDemandUnsupportedTests {
 extension DaemonFixture {
     /// A fixture whose domain "st" syncs ~/Cloud with a collection of an Apache of its own
     /// (which a test may stop), files on demand on: `min_size` 1 MiB, `alignment` 64 KiB,
-    /// a 1 s poll. Returns the fixture, the Apache and the collection's folder on its disk.
-    static func onDemand(hydrationTimeout: String = "5s") async throws -> (DaemonFixture, PrivateApache, String) {
+    /// a `poll` of 1 s by default. Returns the fixture, the Apache and the collection's folder on its disk.
+    static func onDemand(hydrationTimeout: String = "5s", poll: String = "1s") async throws -> (DaemonFixture, PrivateApache, String) {
         let fixture = try DaemonFixture()
         let apache = try await PrivateApache.start()
         let collection = try apache.collection()
@@ -264,7 +264,7 @@ extension DaemonFixture {
             local = "~/Cloud"
             remote = "\(collection.url)"
             username = "\(apache.values["TIDESYNC_TEST_DAV_USER"] ?? "tidesync")"
-            poll_interval = "1s"
+            poll_interval = "\(poll)"
 
             [domain.placeholders]
             mode = "auto"

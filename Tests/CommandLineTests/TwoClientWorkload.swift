@@ -31,6 +31,14 @@ struct Workload {
 
     func history(of version: String) -> [String] { events[version] ?? [] }
 
+    /// The path an event of `history(of:)` names ("A wrote docs/x.txt" → "docs/x.txt").
+    static func path(inEvent event: String) -> String? {
+        for verb in [" wrote ", " created ", " overwrote ", " deleted "] {
+            if let range = event.range(of: verb) { return String(event[range.upperBound...]) }
+        }
+        return nil
+    }
+
     mutating func content(_ client: TwoClientPeer) -> String {
         counter += 1
         // Unique, and of varied sizes (some equal, so same-size edits are compared).

@@ -108,6 +108,31 @@ import Glibc
         #expect(status.itemsInError == [ItemInError(path: "x.txt", step: "upload", attempts: 2, lastError: "HTTP 500",
                                                     nextRetry: now.addingTimeInterval(40))])
     }
+
+    /// Placeholders are counted where files on demand runs, or where the state DB still
+    /// records some (the daemon stopped, or switched off and downloading them); hydrations in
+    /// flight come from the running daemon only.
+    @Test func placeholdersAreCountedWhereFilesOnDemandRunsOrPlaceholdersAreLeft() {
+        var summary = DomainSummary()
+        (summary.files, summary.dataless, summary.partial) = (4, 2, 1)
+        let facts = DatabaseFacts(summary: summary, failures: [], conflicts: [])
+        var live = DomainMonitor.Snapshot()
+        live.hydrating = true
+        let reader = HydrationStatus(program: "dd", pid: 77, path: "a.bin", bytes: 65_536, at: now)
+        live.hydrationsInFlight = [reader]
+        let running = DomainStatus.assemble(domain, live: live, database: .success(facts), now: now)
+        #expect(running.placeholders == PlaceholderCounts(dataless: 2, partial: 1))
+        #expect(running.hydrationsInFlight == [reader])
+        let stopped = DomainStatus.assemble(domain, live: nil, database: .success(facts), now: now)
+        #expect(stopped.placeholders == PlaceholderCounts(dataless: 2, partial: 1) && stopped.hydrationsInFlight == nil)
+        let none = DomainStatus.assemble(domain, live: DomainMonitor.Snapshot(), database: .success(DatabaseFacts(
+            summary: DomainSummary(), failures: [], conflicts: [])), now: now)
+        #expect(none.placeholders == nil, "a domain without files on demand shows placeholders")
+        live.hydrationsInFlight = []
+        let idle = DomainStatus.assemble(domain, live: live, database: .success(DatabaseFacts(
+            summary: DomainSummary(), failures: [], conflicts: [])), now: now)
+        #expect(idle.placeholders == PlaceholderCounts(dataless: 0, partial: 0) && idle.hydrationsInFlight == nil)
+    }
 }
 
 /// The daemon's service parts, in process: the status line systemd shows, journal lines, the

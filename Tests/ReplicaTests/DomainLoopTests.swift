@@ -322,6 +322,22 @@ struct DomainLoopTests {
     ])
     func followUp(_ rule: Rule) { check(rule) }
 
+    /// A test that waits for the loop to be quiet must not take the instant between a pass
+    /// that found the server changed and the pass that looks again for quiet.
+    @Test("the loop says when the last pass left work for a pass at once, and only then")
+    func followsUpAtOnce() {
+        var carrier = Carrier(poll: .seconds(3600))
+        #expect(!carrier.loop.followsUpAtOnce)
+        carrier.passes = [.finished(.init(steps: 1, resolved: 1, complete: false))]
+        _ = carrier.round(0)
+        #expect(carrier.loop.followsUpAtOnce, "a guard found the server changed: a pass follows at once")
+        carrier.passes = [.finished(.init(steps: 3, complete: false))]
+        _ = carrier.round(1)
+        #expect(!carrier.loop.followsUpAtOnce, "no progress: the follow-up waits a minute, which is not at once")
+        _ = carrier.round(2)
+        #expect(!carrier.loop.followsUpAtOnce)
+    }
+
     @Test("folders the watch limit left out", arguments: [
         Rule(name: "watched again and scanned every minute", poll: .seconds(3600), rounds: [
             start,

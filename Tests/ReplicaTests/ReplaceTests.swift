@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Replica
 import SyncEngine
 import Testing
@@ -35,6 +36,35 @@ import Glibc
         #expect(folder.entry(at: p("f.txt"))?.stat == before, "the user's file is not back in place")
         #expect(write(writer, "+", 1) == 1)
         #expect(try String(contentsOfFile: root + "/f.txt", encoding: .utf8) == "mine+")
+    }
+
+    /// A program that writes into a download as soon as it is in place: the stat install
+    /// returns (which the state DB records) is the download's, so the next pass sees the
+    /// program's bytes as the local change they are. (A writer busy in a loop hits the
+    /// window between the rename and the folder's fsync in most rounds; with the stat read
+    /// again after the fsync, the record took the program's write for the download.)
+    @Test func aWriteRightAfterTheInstallIsNotRecordedAsTheDownload() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let stop = Atomic(false)
+        let writer = Thread {
+            while !stop.load(ordering: .relaxed) {
+                let fd = open(root + "/f.txt", O_WRONLY | O_APPEND | O_CLOEXEC)
+                if fd >= 0 {
+                    _ = write(fd, "+", 1)
+                    close(fd)
+                }
+            }
+        }
+        writer.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        for round in 0..<20 {
+            unlink(root + "/f.txt")
+            let download = folder.temporaryURL(beside: p("f.txt"))
+            try Data("theirs".utf8).write(to: download)
+            let placed = try folder.install(download, at: p("f.txt"), replacing: nil, modificationDate: nil)
+            #expect(placed.size == 6, "round \(round): the recorded stat holds a program's write (\(placed.size) bytes)")
+        }
     }
 
     /// A delete planned while nobody wrote the file, carried out after a program opened it

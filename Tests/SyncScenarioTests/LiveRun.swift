@@ -90,9 +90,11 @@ final class LiveRun: @unchecked Sendable {
         try await eventually("quiet", sourceLocation: sourceLocation) {
             try await hold(sourceLocation: sourceLocation)
             defer { release() }
-            guard try live.queue.waiting == 0 && journalEmpty() else { return false }
+            // Quiet: nothing waits in the queue, nothing in the journal, and the last pass
+            // left nothing to take up at once (a guard that found the server changed).
+            guard try live.queue.waiting == 0 && journalEmpty() && !live.followsUpAtOnce else { return false }
             try await Task.sleep(for: .milliseconds(100))
-            return try live.queue.waiting == 0 && journalEmpty()
+            return try live.queue.waiting == 0 && journalEmpty() && !live.followsUpAtOnce
         }
     }
 

@@ -42,21 +42,28 @@ public struct HydrationEntry: Sendable, Equatable {
     public var path: String
     /// The bytes fetched for this read (aligned ranges that were missing).
     public var bytes: Int64
+    /// When it was asked for.
     public var date: Date
+    /// A write (or an open for writing): the whole file is fetched before it goes on.
+    public var writing: Bool
 
-    public init(program: String?, pid: Int32, path: String, bytes: Int64, date: Date = Date()) {
+    public init(program: String?, pid: Int32, path: String, bytes: Int64, date: Date = Date(), writing: Bool = false) {
         self.program = program
         self.pid = pid
         self.path = path
         self.bytes = bytes
         self.date = date
+        self.writing = writing
     }
 }
 
-/// The last hydrations, newest last, at most `capacity`.
+/// The last hydrations, newest last, at most `capacity`, and the ones in flight (a reader
+/// waiting for its bytes). Lock ordering: a leaf lock.
 final class HydrationHistory: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [HydrationEntry] = []
+    private var waiting: [Int: HydrationEntry] = [:]
+    private var nextWaiting = 0
     let capacity: Int
 
     init(capacity: Int = 8) { self.capacity = capacity }
@@ -69,4 +76,23 @@ final class HydrationHistory: @unchecked Sendable {
     }
 
     var all: [HydrationEntry] { lock.withLock { entries } }
+
+    /// Records that `entry`'s reader waits for its bytes; returns the key `ended` takes.
+    func started(_ entry: HydrationEntry) -> Int {
+        lock.withLock {
+            nextWaiting += 1
+            waiting[nextWaiting] = entry
+            return nextWaiting
+        }
+    }
+
+    /// The reader of `key` got its answer.
+    func ended(_ key: Int) {
+        lock.withLock { _ = waiting.removeValue(forKey: key) }
+    }
+
+    /// The readers waiting now, longest-waiting first.
+    var inFlight: [HydrationEntry] {
+        lock.withLock { waiting.sorted { $0.key < $1.key }.map(\.value) }
+    }
 }

@@ -21,9 +21,11 @@ extension Hydrator {
                 try await self.fill(range, of: identity, through: file)
             }
         }
+        let waiting = history.started(reader)
         let outcome = await Deadline.run(within: timeout) {
             for task in tasks { try await task.value }
         }
+        history.ended(waiting)
         switch outcome {
         case .finished:
             history.append(reader)
@@ -93,7 +95,15 @@ extension Hydrator {
 
     private func deny(_ event: PreContentGroup.Event, _ range: ByteRange, of identity: FileIdentity, because error: any Error) {
         let path = registry.placeholder(identity)?.path ?? "a placeholder"
-        logger.warning("a read of \(path) \(range) by pid \(event.pid) gets an I/O error: \(error)")
+        if (error as? ProviderError)?.code == .versionNoLongerAvailable {
+            // Nothing of the program's is lost: refused before it wrote a byte (a write into a
+            // placeholder waits for the whole file), it keeps what it meant to write and says
+            // it failed; the next pass brings the server's version down under this name.
+            let why = "a write is refused before it changes anything; the server's version comes down at the next pass"
+            logger.warning("\(path) changed on the server since its placeholder was made: pid \(event.pid) gets an I/O error (\(why))")
+        } else {
+            logger.warning("a read of \(path) \(range) by pid \(event.pid) gets an I/O error: \(error)")
+        }
         let full = (error as? ProviderError)?.code == .localDiskFull
         answer(event, .deny(full ? ENOSPC : EIO))
     }

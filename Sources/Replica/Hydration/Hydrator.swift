@@ -130,6 +130,9 @@ public final class Hydrator: @unchecked Sendable {
     /// The last reads that fetched bytes, oldest first: who pulled what.
     public var recentHydrations: [HydrationEntry] { history.all }
 
+    /// The reads (and writes) waiting for their bytes now, longest-waiting first.
+    public var hydrationsInFlight: [HydrationEntry] { history.inFlight }
+
     /// The identities of the placeholders registered now (none of them whole).
     public var placeholders: Set<FileIdentity> { registry.identities }
 
@@ -211,22 +214,41 @@ public final class Hydrator: @unchecked Sendable {
         if let range = event.range, mayHydrate(event.pid) {
             readAhead(after: Self.wanted(range, size: placeholder.size, alignment: alignment), of: identity, through: event.file)
         }
-        guard let (wanted, reader) = request(event, of: placeholder) else { return answer(event, .allow) }
+        guard let (wanted, reader) = request(event, of: placeholder, identity: identity) else { return answer(event, .allow) }
         guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
         Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
     }
 
     /// The bytes `event` needs fetched, and who asks; nil when none. A read needs what it
-    /// reads; an open needs the whole file when its program skips holes, nothing otherwise.
-    private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder) -> (ByteRange, HydrationEntry)? {
+    /// reads; a write, an open for writing or a truncation the whole file, so it never lands
+    /// in a file with holes (see `AccessIntent`); an open for reading needs the whole file
+    /// when its program skips holes, nothing otherwise.
+    private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder,
+                         identity: FileIdentity) -> (ByteRange, HydrationEntry)? {
         let opening = event.events.contains(.openPermission)
-        let opener = opening ? HydrationRules.processName(of: event.pid) : nil
-        guard !opening || rules.hydrateOnOpen.contains(opener ?? "") else { return nil }
-        let wanted = Self.wanted(opening ? nil : event.range, size: placeholder.size, alignment: alignment)
+        let program = HydrationRules.processName(of: event.pid)
+        let intent = AccessIntent.of(pid: event.pid, file: identity, opening: opening)
+        guard let whole = Self.needsWholeFile(intent, opening: opening, skipsHoles: rules.hydrateOnOpen.contains(program ?? "")) else {
+            return nil
+        }
+        let wanted = Self.wanted(whole ? nil : event.range, size: placeholder.size, alignment: alignment)
         let missing = placeholder.present.missing(in: wanted).reduce(Int64(0)) { $0 + $1.length }
         guard missing > 0 else { return nil }
-        return (wanted, HydrationEntry(program: opener ?? HydrationRules.processName(of: event.pid), pid: event.pid,
-                                       path: placeholder.path, bytes: missing))
+        return (wanted, HydrationEntry(program: program, pid: event.pid, path: placeholder.path, bytes: missing,
+                                       writing: intent == .writing))
+    }
+
+    /// Whether an access with `intent` needs the whole file (true), the range it names
+    /// (false) or nothing (nil): the old bytes of a file being emptied are thrown away, and
+    /// an open for reading fetches only for a program that skips holes (`skipsHoles`).
+    static func needsWholeFile(_ intent: AccessIntent, opening: Bool, skipsHoles: Bool) -> Bool? {
+        switch intent {
+        case .emptying: return nil
+        case .writing: return true
+        case .reading where opening, .unknown where opening: return skipsHoles ? true : nil
+        case .reading: return false
+        case .unknown: return true
+        }
     }
 
     /// False for a program of `deny_hydration` (its reads fetch nothing, read-ahead included).
