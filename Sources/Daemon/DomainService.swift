@@ -53,8 +53,8 @@ public final class DomainService: Sendable {
         let folder = LocalFolder(root: domain.localPath, bundles: bundles)
         let monitor = monitor ?? DomainMonitor(name: domain.name)
         monitor.attach(state)
-        let onDemand = FilesOnDemand(domain.placeholders, folder: folder, provider: provider, staysRunning: staysRunning,
-                                     logger: logger)
+        let onDemand = FilesOnDemand(domain.placeholders, domain: domain.name, folder: folder, provider: provider,
+                                     staysRunning: staysRunning, stored: staysRunning ? StoredGroups.shared : nil, logger: logger)
         monitor.setFilesOnDemand(onDemand.sentence)
         monitor.setHydrations(onDemand.hydrations(root: domain.localPath))
         let runner = PlanRunner(provider: provider, folder: folder, transfers: domain.transfers, logger: logger, stop: stop,

@@ -25,11 +25,21 @@ struct FilesOnDemand: Sendable {
     /// them as they are.
     let downloadsPlaceholders: Bool
 
-    /// The port `settings` ask for and this machine allows, for the domain in `folder`.
-    /// `staysRunning` false (`run --once`): no placeholder is made, since nothing would
-    /// fill it once the run exits.
-    init(_ settings: PlaceholderSettings, folder: LocalFolder, provider: SyncProvider, staysRunning: Bool, logger: Logger) {
+    /// The group's place in the service manager's store; nil for `run --once`.
+    let stored: StoredGroups?
+    /// The domain's name (the group's name in the store).
+    let domain: String
+
+    /// The port `settings` ask for and this machine allows, for the domain `domain` in
+    /// `folder`. `staysRunning` false (`run --once`): no placeholder is made, since nothing
+    /// would fill it once the run exits. A daemon reuses the group the service manager
+    /// kept for the domain (`stored`), or stores the new one there.
+    init(_ settings: PlaceholderSettings, domain: String, folder: LocalFolder, provider: SyncProvider, staysRunning: Bool,
+         stored: StoredGroups? = nil, logger: Logger) {
         let off = PlaceholdersOff(folder: folder)
+        self.domain = domain
+        self.stored = staysRunning ? stored : nil
+        let inherited = Self.inheritedGroup(domain: domain, stored: self.stored, wanted: settings.mode != .off, logger: logger)
         guard settings.mode != .off, staysRunning else {
             (port, fanotify, downloadsPlaceholders) = (off, nil, staysRunning)
             sentence = settings.mode == .off ? nil
@@ -43,17 +53,38 @@ struct FilesOnDemand: Sendable {
                                                     alignment: settings.alignment.bytes, timeout: settings.hydrationTimeout,
                                                     rules: HydrationRules(hydrateOnOpen: settings.hydrateOnOpen,
                                                                           denyHydration: settings.denyHydration),
-                                                    logger: logger)
+                                                    inherited: inherited, logger: logger)
             try Self.probe(fanotify.hydrator.group, in: folder)
             let scope = settings.mode == .all ? "every file" : "files of at least \(settings.minimumSize.bytes) bytes"
             (port, self.fanotify, downloadsPlaceholders) = (fanotify, fanotify, false)
             sentence = "files on demand: on (mode \(settings.mode.rawValue): \(scope) come down as placeholders, fetched when read)"
             logger.notice("\(sentence!)")
+            self.stored?.store(fanotify.hydrator.group.descriptor, domain: domain)
         } catch {
             (port, fanotify, downloadsPlaceholders) = (off, nil, true)
             sentence = "files on demand: off, every file is downloaded whole (mode \(settings.mode.rawValue) asked for "
                 + "placeholders, but \(error.description))"
             logger.warning("\(sentence!)")
+            if inherited != nil { self.stored?.remove(domain: domain) }
+        }
+    }
+
+    /// The group the service manager kept for `domain`, checked; nil when none came, when
+    /// it is not a pre-content group (closed, out of the store) or when the domain does not
+    /// want one now (dropped the same way: nobody would read it).
+    private static func inheritedGroup(domain: String, stored: StoredGroups?, wanted: Bool,
+                                       logger: Logger) -> PreContentGroup? {
+        guard let stored, let fd = stored.take(domain: domain) else { return nil }
+        do throws(PreContentGroup.Failure) {
+            guard wanted else { throw PreContentGroup.Failure(errno: 0, description: "files on demand is off") }
+            let group = try PreContentGroup(inheriting: fd)
+            logger.notice("files on demand: reusing the fanotify group the service manager kept (descriptor \(fd)); reads that waited for the restart are answered first")
+            return group
+        } catch {
+            logger.warning("files on demand: not reusing the descriptor the service manager kept: \(error.description)")
+            stored.remove(domain: domain)
+            close(fd)
+            return nil
         }
     }
 
@@ -85,6 +116,8 @@ struct FilesOnDemand: Sendable {
         do throws(ProviderError) {
             if let fanotify {
                 fanotify.start()
+                // An inherited group's waiting readers are served once their placeholders are known.
+                defer { fanotify.hydrator.release() }
                 let marked = try fanotify.restoreRecorded()
                 if marked > 0 { logger.info("\(marked) placeholder(s) marked for hydration") }
                 return
@@ -119,6 +152,9 @@ struct FilesOnDemand: Sendable {
         guard let fanotify else { return }
         let locked = fanotify.lockPlaceholders()
         if locked > 0 { logger.info("\(locked) placeholder(s) made unreadable (mode 000) until tidesync runs again") }
+        // Out of the store before it closes: a group kept there would outlive this stop,
+        // its readers waiting on it, and be handed to the next start with stale marks.
+        stored?.remove(domain: domain)
         fanotify.stop()
     }
 }

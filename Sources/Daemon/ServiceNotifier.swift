@@ -14,28 +14,60 @@ public struct ServiceNotifier: Sendable {
         socketName = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Sends `message` ("READY=1", "STATUS=Synced", …); false when it could not be sent.
+    /// Sends `message` ("READY=1", "STATUS=Synced", …) with `descriptors` attached
+    /// (SCM_RIGHTS, as sd_pid_notify_with_fds sends them: "FDSTORE=1" asks the manager to
+    /// keep them); false when it could not be sent.
     @discardableResult
-    public func send(_ message: String) -> Bool {
-        guard let socketName else { return false }
-        var bytes = Array(socketName.utf8)
-        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        // Abstract names are exactly as long as given; paths end with their NUL.
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (bytes[0] == 0 ? 0 : 1))
+    public func send(_ message: String, descriptors: [Int32] = []) -> Bool {
+        guard let socketName, var address = Self.address(socketName) else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        let payload = Array(message.utf8)
-        let sent = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(fd, payload, payload.count, Int32(MSG_NOSIGNAL), $0, length)
+        var payload = Array(message.utf8)
+        let count = payload.count
+        // cmsghdr (16 bytes on 64-bit Linux) then the descriptors, padded to 8 bytes.
+        var control = [UInt8](repeating: 0, count: descriptors.isEmpty ? 0 : 16 + (descriptors.count * 4 + 7) / 8 * 8)
+        if !descriptors.isEmpty { Self.fillRights(&control, descriptors) }
+        let sent = payload.withUnsafeMutableBytes { bytes in
+            control.withUnsafeMutableBytes { controlBytes in
+                withUnsafeMutablePointer(to: &address.address) { name in
+                    var vector = iovec(iov_base: bytes.baseAddress, iov_len: bytes.count)
+                    return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                        var header = msghdr(msg_name: UnsafeMutableRawPointer(name), msg_namelen: address.length,
+                                            msg_iov: vectorPointer, msg_iovlen: 1,
+                                            msg_control: controlBytes.isEmpty ? nil : controlBytes.baseAddress,
+                                            msg_controllen: controlBytes.count, msg_flags: 0)
+                        return sendmsg(fd, &header, Int32(MSG_NOSIGNAL))
+                    }
+                }
             }
         }
-        return sent == payload.count
+        return sent == count
+    }
+
+    /// The socket address of `name` (a path, or an abstract name after "@"), nil when too long.
+    private static func address(_ name: String) -> (address: sockaddr_un, length: socklen_t)? {
+        var bytes = Array(name.utf8)
+        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        // Abstract names are exactly as long as given; paths end with their NUL.
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (bytes[0] == 0 ? 0 : 1))
+        return (address, length)
+    }
+
+    /// Writes an SCM_RIGHTS control message carrying `descriptors` into `control`.
+    private static func fillRights(_ control: inout [UInt8], _ descriptors: [Int32]) {
+        control.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: 16 + descriptors.count * 4, toByteOffset: 0, as: Int.self)  // cmsg_len
+            raw.storeBytes(of: SOL_SOCKET, toByteOffset: 8, as: Int32.self)                // cmsg_level
+            raw.storeBytes(of: Int32(SCM_RIGHTS), toByteOffset: 12, as: Int32.self)        // cmsg_type
+            for (index, descriptor) in descriptors.enumerated() {
+                raw.storeBytes(of: descriptor, toByteOffset: 16 + index * 4, as: Int32.self)
+            }
+        }
     }
 }
 

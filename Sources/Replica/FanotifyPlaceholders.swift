@@ -23,13 +23,16 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     let provider: SyncProvider
     let logger: Logger
 
-    /// A port with a new pre-content group; throws when the kernel or the privileges do not
-    /// allow one. Fetches are widened to `alignment`; a reader waits at most `timeout`;
-    /// `rules` say which programs hydrate whole on open and which may not hydrate.
+    /// A port with a new pre-content group, or `inherited`, the group of an earlier run
+    /// (see `Hydrator.start`); throws when the kernel or the privileges do not allow a new
+    /// one. Fetches are widened to `alignment`; a reader waits at most `timeout`; `rules`
+    /// say which programs hydrate whole on open and which may not hydrate.
     public init(folder: LocalFolder, policy: PlaceholderPolicy, provider: SyncProvider, alignment: Int64,
-                timeout: Duration, rules: HydrationRules = HydrationRules(), logger: Logger) throws(PreContentGroup.Failure) {
+                timeout: Duration, rules: HydrationRules = HydrationRules(), inherited: PreContentGroup? = nil,
+                logger: Logger) throws(PreContentGroup.Failure) {
         let serial = NSLock()
-        hydrator = try Hydrator(alignment: alignment, timeout: timeout, rules: rules, logger: logger) { record in
+        hydrator = try Hydrator(alignment: alignment, timeout: timeout, rules: rules, inherited: inherited,
+                                logger: logger) { record in
             // One at a time: two fills of one file would otherwise write their range sets in
             // either order (the hydrator's set only grows, so the last one holds both).
             serial.withLock { Self.record(record, provider: provider, logger: logger) }

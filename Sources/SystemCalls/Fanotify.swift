@@ -107,6 +107,11 @@ public final class PreContentGroup: @unchecked Sendable {
         descriptor = fd
     }
 
+    /// The group in `descriptor`, checked by the caller (`init(inheriting:)`).
+    init(adopting descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
     deinit { close() }
 
     /// Closes the group: its marks go with it and the kernel lets every event still
@@ -215,6 +220,17 @@ public final class PreContentGroup: @unchecked Sendable {
         // event's file meanwhile (the kernel matches answers by number).
         if Self.nothing >= 0, dup2(Self.nothing, event.file) == event.file { _ = fcntl(event.file, F_SETFD, FD_CLOEXEC) }
         return isOpen.withLock { open in open ? respond(to: event.file, response) : true }
+    }
+
+    /// Writes the answer for the event with descriptor number `file` when the group is
+    /// open, once (no fallback: the kernel refuses a number no read event has, ENOENT); false
+    /// when it is closed or refused.
+    func respondIfOpen(to file: Int32, _ response: Response) -> Bool {
+        isOpen.withLock { open in
+            guard open else { return false }
+            var record: (Int32, UInt32) = (file, response.value)
+            return withUnsafeBytes(of: &record) { write(descriptor, $0.baseAddress, 8) } == 8
+        }
     }
 
     /// Writes the answer for the event with descriptor number `file` (the group is open).

@@ -103,6 +103,8 @@ struct Run: AsyncParsableCommand {
 
     private func runDaemon(_ configuration: TidesyncConfiguration, path: String, level: LogLevelSetting,
                            logger: Logger) async throws {
+        // First: the fanotify groups systemd kept are made close-on-exec before any child starts.
+        StoredGroups.takeOver(for: configuration, logger: logger)
         let supervisor = Supervisor(configuration: configuration, allowMassDelete: allowMassDelete, logger: logger)
         let server: ControlServer
         do {

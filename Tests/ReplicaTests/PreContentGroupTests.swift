@@ -193,4 +193,36 @@ import Glibc
             #expect(handler.ranges.count == before, "a read after the unmark still raised events")
         }
     }
+
+    @Test("a group taken over answers the reads its dead holder left with EAGAIN, never zeros, and refuses other descriptors",
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func aTakenOverGroupAnswersStaleReads() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try PreContentGroup()
+        let file = try Self.placeholder(in: folder, group: first)
+        let out = folder + "/out"
+        let reader = try ChildProcess("/bin/dd", ["if=\(file.path)", "of=\(out)", "bs=4096", "count=1", "status=none"],
+                                      stderr: .file(folder + "/errors", keeping: false))
+        defer { if reader.isRunning { kill(reader.processIdentifier, SIGKILL); reader.waitUntilExit() } }
+        // The dead holder read the event and never answered: its descriptor is gone with it.
+        var read: [PreContentGroup.Event] = []
+        try await eventually("the reader's event") {
+            if first.wait(milliseconds: 50) == .ready { read += first.events() }
+            return !read.isEmpty
+        }
+        for event in read { close(event.file) }
+        #expect(reader.isRunning, "the reader went on with its event unanswered")
+
+        let taken = try PreContentGroup(inheriting: dup(first.descriptor))
+        #expect(taken.answerStale(below: PreContentGroup.staleNumberLimit) == read.count)
+        try await eventually("the reader's end", timeout: .seconds(20)) { !reader.isRunning }
+        #expect(reader.terminationStatus != 0)
+        #expect((readFile(folder + "/errors") ?? "").contains("Resource temporarily unavailable"), "\(readFile(folder + "/errors") ?? "")")
+        #expect((try? Data(contentsOf: URL(fileURLWithPath: out)))?.isEmpty ?? true, "the reader got bytes of a placeholder")
+
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        #expect(throws: PreContentGroup.Failure.self) { try PreContentGroup(inheriting: null) }
+        close(null)
+    }
 }

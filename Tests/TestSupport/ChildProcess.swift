@@ -37,16 +37,25 @@ public final class ChildProcess: @unchecked Sendable {
     private var waitStatus: Int32?
 
     /// Starts `executable` (looked up in PATH when it has no slash) with `arguments`;
-    /// `environment` nil passes the test process's own.
+    /// `environment` nil passes the test process's own. `passing` descriptors are the
+    /// child's 3, 4, … (as a service manager passes them; none of them may be below 3 +
+    /// their count, or one would be overwritten before it is passed).
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                stdin: Stream = .inherited, stdout: Stream = .null, stderr: Stream = .null) throws {
+                stdin: Stream = .inherited, stdout: Stream = .null, stderr: Stream = .null, passing: [Int32] = []) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         for (target, stream) in [(Int32(0), stdin), (1, stdout), (2, stderr)] {
             try Self.add(stream, as: target, to: &actions)
         }
-        try Self.closeFrom(3, in: &actions)
+        let first = Int32(3)
+        for (index, fd) in passing.enumerated() {
+            guard fd >= first + Int32(passing.count) else {
+                throw SpawnFailure(description: "descriptor \(fd) cannot be passed as \(first + Int32(index)): move it higher first")
+            }
+            posix_spawn_file_actions_adddup2(&actions, fd, first + Int32(index))
+        }
+        try Self.closeFrom(first + Int32(passing.count), in: &actions)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let pairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let envp = pairs.map { strdup($0) } + [nil]

@@ -87,6 +87,16 @@ final class HydrationRegistry: @unchecked Sendable {
         lock.withLock { Set(placeholders.keys) }
     }
 
+    /// True when the byte at `offset` of `file` is on disk or being fetched.
+    func holdsOrFetches(_ offset: Int64, of file: FileIdentity) -> Bool {
+        let byte = ByteRange(offset: offset, length: 1)
+        return lock.withLock {
+            guard let placeholder = placeholders[file] else { return false }
+            return placeholder.present.missing(in: byte).isEmpty
+                || (inFlight[file] ?? []).contains { $0.range.offset <= offset && offset < $0.range.end }
+        }
+    }
+
     /// True while a fetch of `file` is in flight.
     func isFetching(_ file: FileIdentity) -> Bool {
         lock.withLock { !(inFlight[file]?.isEmpty ?? true) }

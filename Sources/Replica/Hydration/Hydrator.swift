@@ -66,14 +66,22 @@ public final class Hydrator: @unchecked Sendable {
     private var pending: Set<Int32> = []
     /// Signalled when the event loop has ended.
     private let loopEnded = DispatchSemaphore(value: 0)
+    /// True when the group came from an earlier run of the daemon.
+    public let isInherited: Bool
+    /// Other processes' events read before `release`, in order; nil once released (or
+    /// never held: a new group has no mark before the placeholders are registered).
+    private var held: [PreContentGroup.Event]?
 
-    /// A hydrator with a new pre-content group (needs root and Linux 6.14+). `recorded` is
-    /// called after each range is on disk and before its reader goes on.
+    /// A hydrator with a new pre-content group (needs root and Linux 6.14+), or with
+    /// `inherited`, the group of an earlier run (see `start`). `recorded` is called after
+    /// each range is on disk and before its reader goes on.
     public init(alignment: Int64 = 1 << 20, timeout: Duration = .seconds(30), rules: HydrationRules = HydrationRules(),
-                logger: Logger = Logger(label: "tidesync.hydrator"),
+                inherited: PreContentGroup? = nil, logger: Logger = Logger(label: "tidesync.hydrator"),
                 recorded: @escaping @Sendable (HydrationRecord) -> Void) throws(PreContentGroup.Failure) {
         precondition(alignment >= 4096 && alignment & (alignment - 1) == 0, "alignment must be a power of two of at least 4 KiB")
-        group = try PreContentGroup()
+        if let inherited { group = inherited } else { group = try PreContentGroup() }
+        isInherited = inherited != nil
+        held = inherited != nil ? [] : nil
         self.alignment = alignment
         self.timeout = timeout
         self.rules = rules
@@ -128,8 +136,17 @@ public final class Hydrator: @unchecked Sendable {
     /// The identities of the placeholders registered now (none of them whole).
     public var placeholders: Set<FileIdentity> { registry.identities }
 
-    /// Starts the event loop on its own thread.
+    /// Starts the event loop on its own thread. With an inherited group, first answers the
+    /// events the earlier process read and never answered (EAGAIN: their reader gets an
+    /// error, not zeros, and a retry is hydrated); then events already queued are read but
+    /// those of other processes wait for `release` (their placeholders are not registered
+    /// yet, and an unregistered file's event is allowed: zeros). The daemon's own opens
+    /// (of `restore`) are let through meanwhile.
     public func start() {
+        if isInherited {
+            let stale = group.answerStale(below: PreContentGroup.staleNumberLimit)
+            if stale > 0 { logger.notice("answered \(stale) read(s) left waiting by the previous run with EAGAIN") }
+        }
         let thread = Thread { [self] in loop() }
         thread.name = "tidesync-hydrator"
         lock.withLock { self.thread = thread }
@@ -168,14 +185,36 @@ public final class Hydrator: @unchecked Sendable {
         }
     }
 
-    /// Answers at once what needs no fetch; hands a placeholder's read to a task.
+    /// Serves the events `start` held back, in the order they came, and every later one at
+    /// once: call it when the placeholders of an inherited group are registered.
+    public func release() {
+        let events = lock.withLock { () -> [PreContentGroup.Event] in
+            defer { held = nil }
+            return held ?? []
+        }
+        for event in events { route(event) }
+    }
+
+    /// Takes the event into `pending` (answered once from here on), then holds it or routes it.
     private func dispatch(_ event: PreContentGroup.Event) {
-        lock.withLock {
+        let holding = lock.withLock { () -> Bool in
             seen += 1
             pending.insert(event.file)
+            guard event.pid != getpid(), held != nil else { return false }
+            held?.append(event)
+            return true
         }
-        guard event.pid != getpid(), let identity = Self.identity(of: event.file), let placeholder = registry.placeholder(identity),
-              let (wanted, reader) = request(event, of: placeholder, identity: identity) else { return answer(event, .allow) }
+        if !holding { route(event) }
+    }
+
+    /// Answers at once what needs no fetch; hands a placeholder's read to a task.
+    private func route(_ event: PreContentGroup.Event) {
+        guard event.pid != getpid(), let identity = Self.identity(of: event.file),
+              let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
+        if let range = event.range, mayHydrate(event.pid) {
+            readAhead(after: Self.wanted(range, size: placeholder.size, alignment: alignment), of: identity, through: event.file)
+        }
+        guard let (wanted, reader) = request(event, of: placeholder, identity: identity) else { return answer(event, .allow) }
         guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
         Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
     }
@@ -210,6 +249,11 @@ public final class Hydrator: @unchecked Sendable {
         case .reading: return false
         case .unknown: return true
         }
+    }
+
+    /// False for a program of `deny_hydration` (its reads fetch nothing, read-ahead included).
+    private func mayHydrate(_ pid: Int32) -> Bool {
+        rules.denyHydration.isEmpty || !rules.denyHydration.contains(HydrationRules.processName(of: pid) ?? "")
     }
 
     /// A program of `deny_hydration` reading bytes a placeholder lacks: EPERM, nothing fetched.
