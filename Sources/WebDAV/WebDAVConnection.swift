@@ -277,20 +277,25 @@ final class WebDAVConnection: Sendable {
                              _ consume: @escaping @Sendable (HTTPClientResponse) async throws -> T) async throws(ProviderError) -> T {
         let request = try authorized(request)
         let client = try await client()
-        let answered = Mutex(false)
-        do {
-            return try await watched(request.method.rawValue, meter: meter) {
-                let response = try await client.execute(request, deadline: .distantFuture)
-                answered.withLock { $0 = true }
-                self.noteStatus(response.status, for: request)
-                return try await consume(response)
-            }
-        } catch {
-            if !answered.withLock({ $0 }), Self.isClose(error) {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let answered = Mutex(false)
+            do {
+                return try await watched(request.method.rawValue, meter: meter) {
+                    let response = try await client.execute(request, deadline: .distantFuture)
+                    answered.withLock { $0 = true }
+                    self.noteStatus(response.status, for: request)
+                    return try await consume(response)
+                }
+            } catch {
+                guard !answered.withLock({ $0 }), Self.isClose(error) else { throw await failure(error, method: request.method.rawValue) }
+                // A GET on a kept-alive connection the server closed as it went out (Apache
+                // under load): nothing was read yet, so it is sent once more on a new one.
+                if attempt == 1 && Self.idempotent.contains(request.method.rawValue) && request.body == nil { continue }
                 throw ProviderError(.serverUnreachable, "the server closed the connection of \(request.method.rawValue) before it answered; will retry",
                                     underlying: Self.closedUnanswered + " (\(error))")
             }
-            throw await failure(error, method: request.method.rawValue)
         }
     }
 

@@ -82,4 +82,33 @@ struct TransferAnswerTests {
             }
         }
     }
+
+    /// Apache under load closes a kept-alive connection as a GET goes out on it (contract
+    /// test "ranges download only their bytes" on a loaded machine: "the server closed the
+    /// connection of GET before it answered").
+    @Test("a GET whose connection the server closes before answering is sent once more, on a new connection")
+    func hungUpGet() async throws {
+        let hungUp = Mutex(false)
+        let server = try FakeDAVServer { request in
+            switch request.method {
+            case "GET" where !hungUp.withLock({ $0 }):
+                hungUp.withLock { $0 = true }
+                return .init(status: 0, hangUp: true)
+            case "GET": return .init(status: 200, headers: [("ETag", "\"e1\"")], body: "abc")
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        let destination = temporaryPath("tidesync-get-")
+        defer { unlink(destination) }
+        try await PermissionTests.using(store) {
+            let served = try await store.download(try RemotePath(["doc.txt"]), range: nil, version: ETag(value: "e1"),
+                                                  to: URL(fileURLWithPath: destination), progress: nil)
+            #expect(served?.sameValue(as: ETag(value: "e1")) == true)
+            #expect(readFile(destination) == "abc")
+            #expect(server.requests.filter { $0.method == "GET" }.count == 2)
+        }
+    }
 }
