@@ -15,10 +15,10 @@ import Glibc
 /// content a client wrote is still a file somewhere unless some client, having it in front
 /// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
 ///
-/// Runs on every server packaging/test.sh started (`TwoClientServer`): five seeds on
-/// Apache, two on each other server. `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated) sets
-/// the seeds of every server, `TIDESYNC_TWO_CLIENT_SERVERS` (comma-separated, e.g.
-/// `nginx,wsgidav`) the servers; ops per client per seed: `TIDESYNC_TWO_CLIENT_OPS`
+/// Runs on Apache (five seeds), rclone and WsgiDAV (two seeds each) by default; nginx and
+/// lighttpd (two seeds each) only when named (see `TwoClientServer.runsByDefault`).
+/// `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated) sets the seeds of every server,
+/// `TIDESYNC_TWO_CLIENT_SERVERS` (comma-separated, e.g. `nginx,lighttpd`) the servers; ops per client per seed: `TIDESYNC_TWO_CLIENT_OPS`
 /// (default 40). Every failure message names the server and seed, so a run can be
 /// replayed with those two variables.
 @Suite("two clients against one server", .serialized,
@@ -44,9 +44,12 @@ enum TwoClientSettings {
 
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    /// The servers to run on: `TIDESYNC_TWO_CLIENT_SERVERS`, else every one that is running.
+    /// The servers to run on: `TIDESYNC_TWO_CLIENT_SERVERS`, else every one that is
+    /// running and runs by default (see `TwoClientServer.runsByDefault`).
     static var servers: [TwoClientServer] {
-        guard let text = environment["TIDESYNC_TWO_CLIENT_SERVERS"] else { return TwoClientServer.allCases.filter(\.configured) }
+        guard let text = environment["TIDESYNC_TWO_CLIENT_SERVERS"] else {
+            return TwoClientServer.allCases.filter { $0.configured && $0.runsByDefault }
+        }
         return text.split(separator: ",").compactMap { TwoClientServer(rawValue: $0.trimmingCharacters(in: .whitespaces).lowercased()) }
             .filter(\.configured)
     }
