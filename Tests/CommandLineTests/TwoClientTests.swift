@@ -15,8 +15,8 @@ import Glibc
 /// content a client wrote is still a file somewhere unless some client, having it in front
 /// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
 ///
-/// Runs on Apache (five seeds), rclone and WsgiDAV (two seeds each) by default; nginx and
-/// lighttpd (two seeds each) only when named (see `TwoClientServer.runsByDefault`).
+/// Runs on Apache (five seeds) and rclone (two) by default; nginx, lighttpd and WsgiDAV
+/// (two seeds each) only when named (see `TwoClientServer.runsByDefault`).
 /// `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated) sets the seeds of every server,
 /// `TIDESYNC_TWO_CLIENT_SERVERS` (comma-separated, e.g. `nginx,lighttpd`) the servers; ops per client per seed: `TIDESYNC_TWO_CLIENT_OPS`
 /// (default 40). Every failure message names the server and seed, so a run can be
