@@ -11,9 +11,10 @@ set -euo pipefail
 # systemd (systemd-analyze verify of the unit), groff-base (man page check), util-linux (setpriv)
 # are for the service tests; rclone serves the second WebDAV server of the contract tests;
 # openssl makes the certificates of the TLS tests; dpkg-dev (dpkg-shlibdeps) builds the
-# Debian package (packaging/deb/build-deb.sh); rsync is one of the hole-skipping copiers the
-# files-on-demand tests run.
-packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone python3 openssl dpkg-dev rsync)
+# Debian package (packaging/deb/build-deb.sh), patchelf removes the toolchain RUNPATH from the
+# test package's binary and lintian checks that package (DebianPackageTests); rsync is one of
+# the hole-skipping copiers the files-on-demand tests run.
+packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone python3 openssl dpkg-dev patchelf lintian rsync)
 # The other WebDAV servers the contract tests run over (nginx, lighttpd, and python3-venv for
 # WsgiDAV from PyPI): installed when possible; when apt cannot, the tests skip that server
 # and packaging/test.sh says so in its closing line.

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Two real `tidesync run` daemons, two sync folders and two state DBs against one
-/// collection of the private Apache, and a seeded random workload (edits, creates, renames,
+/// collection of one private server, and a seeded random workload (edits, creates, renames,
 /// deletes, folder moves and folder deletes, and bundles rewritten, renamed, deleted and
 /// made, as whole documents) applied to both folders while both run. Every bundle ends as
 /// one whole version, never a mix, and no bundle version is lost. After
@@ -15,26 +15,53 @@ import Glibc
 /// content a client wrote is still a file somewhere unless some client, having it in front
 /// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
 ///
-/// Seeds: `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated), default five fixed ones; ops per
-/// client per seed: `TIDESYNC_TWO_CLIENT_OPS` (default 40). Every failure message names the
-/// seed, so a run can be replayed with `TIDESYNC_TWO_CLIENT_SEEDS=<seed>`.
+/// Runs on Apache (five seeds) and rclone (two) by default; nginx, lighttpd and WsgiDAV
+/// (two seeds each) only when named (see `TwoClientServer.runsByDefault`).
+/// `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated) sets the seeds of every server,
+/// `TIDESYNC_TWO_CLIENT_SERVERS` (comma-separated, e.g. `nginx,lighttpd`) the servers; ops per client per seed: `TIDESYNC_TWO_CLIENT_OPS`
+/// (default 40). Every failure message names the server and seed, so a run can be
+/// replayed with those two variables.
 @Suite("two clients against one server", .serialized,
        .enabled(if: Binary.available && TwoClientSettings.apacheConfigured,
                 "set TIDESYNC_TEST_BINARY and start the private Apache (packaging/test.sh does both)"))
 struct TwoClientTests {
-    @Test("a seeded random workload on two clients loses no version and converges", arguments: TwoClientSettings.seeds)
-    func randomWorkload(_ seed: UInt64) async throws {
-        try await TwoClientSettings.run(seed)
+    @Test("a seeded random workload on two clients loses no version and converges", arguments: TwoClientSettings.cases)
+    func randomWorkload(_ run: TwoClientCase) async throws {
+        try await TwoClientSettings.run(run)
     }
+}
+
+/// One run of the two-client test: a server and a seed.
+struct TwoClientCase: Sendable, CustomTestStringConvertible {
+    let server: TwoClientServer
+    let seed: UInt64
+    var testDescription: String { "\(server.rawValue) seed \(seed)" }
 }
 
 /// The test's settings from the environment, and the test itself.
 enum TwoClientSettings {
     static var apacheConfigured: Bool { TestApache.depthInfinityConfigured }
 
-    static var seeds: [UInt64] {
-        let text = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? "7,1207,90210,4242,31337"
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// The servers to run on: `TIDESYNC_TWO_CLIENT_SERVERS`, else every one that is
+    /// running and runs by default (see `TwoClientServer.runsByDefault`).
+    static var servers: [TwoClientServer] {
+        guard let text = environment["TIDESYNC_TWO_CLIENT_SERVERS"] else {
+            return TwoClientServer.allCases.filter { $0.configured && $0.runsByDefault }
+        }
+        return text.split(separator: ",").compactMap { TwoClientServer(rawValue: $0.trimmingCharacters(in: .whitespaces).lowercased()) }
+            .filter(\.configured)
+    }
+
+    /// The seeds of `server`: `TIDESYNC_TWO_CLIENT_SEEDS`, else its own default ones.
+    static func seeds(_ server: TwoClientServer) -> [UInt64] {
+        let text = environment["TIDESYNC_TWO_CLIENT_SEEDS"] ?? server.defaultSeeds
         return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    static var cases: [TwoClientCase] {
+        servers.flatMap { server in seeds(server).map { TwoClientCase(server: server, seed: $0) } }
     }
 
     /// The longest pause between two operations, in ms (`TIDESYNC_TWO_CLIENT_PAUSE_MS`, default 120).
@@ -46,12 +73,14 @@ enum TwoClientSettings {
         ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_OPS"].flatMap { Int($0) } ?? 40
     }
 
-    static func run(_ seed: UInt64) async throws {
-        let world = try TwoClientWorld(seed: seed)
+    static func run(_ run: TwoClientCase) async throws {
+        // Every message names the server and seed ("nginx seed 7").
+        let label = run.testDescription
+        let world = try TwoClientWorld(seed: run.seed, server: run.server)
         defer { world.cleanUp() }
         try world.start()
         // A starting tree, made on A and brought to B.
-        var workload = Workload(seed: seed)
+        var workload = Workload(seed: run.seed)
         try workload.seed(world.clients[0])
         try await world.waitForAgreement(what: "the starting tree")
         let started = ContinuousClock.now
@@ -65,10 +94,10 @@ enum TwoClientSettings {
         let remote = world.remoteTree()
         let present = Set(remote.values)
         let lost = workload.live.subtracting(present)
-        let races = lost.isEmpty ? [] : ApacheWriteRace.find(url: world.url)
+        let races = lost.isEmpty || run.server != .apache ? [] : ApacheWriteRace.find(url: world.url)
         for version in lost.sorted() {
             let history = workload.history(of: version)
-            let message = Comment(rawValue: "seed \(seed): the version \"\(version)\" was lost; history: \(history)")
+            let message = Comment(rawValue: "\(label): the version \"\(version)\" was lost; history: \(history)")
             // Apache's own race (two PUTs from one version both land: see ApacheWriteRace)
             // on a path the version was written at is the server's limit, not tidesync's.
             let paths = Set(history.compactMap(Workload.path(inEvent:)))
@@ -84,36 +113,36 @@ enum TwoClientSettings {
         for (bundle, members) in bundles.sorted(by: { $0.key < $1.key }) {
             let tags = Set(members.values.compactMap { Self.bundleTag(of: $0) })
             if members.count != Workload.bundleMembers.count || tags.count != 1 {
-                Issue.record("seed \(seed): the bundle \(bundle) is not one whole version: \(members.sorted { $0.key < $1.key })")
+                Issue.record("\(label): the bundle \(bundle) is not one whole version: \(members.sorted { $0.key < $1.key })")
             }
         }
         let bundleTags = Set(bundles.values.flatMap { $0.values.compactMap { Self.bundleTag(of: $0) } })
         for tag in workload.liveBundles.subtracting(bundleTags).sorted() {
-            Issue.record("seed \(seed): the bundle version \"\(tag)\" was lost")
+            Issue.record("\(label): the bundle version \"\(tag)\" was lost")
         }
         // Names whose daemon log lines are printed whole when a check below fails.
         var suspects: [String] = []
         for (bundle, members) in bundles where bundle.contains(" (conflicted copy ") {
             let tag = members.values.first.flatMap { Self.bundleTag(of: $0) } ?? "?"
             let original = bundles[TwoClientWorld.original(of: bundle)]?.values.first.flatMap { Self.bundleTag(of: $0) }
-            #expect(original != tag, "seed \(seed): the bundle conflict copy \(bundle) holds the same version as its original")
-            #expect(!workload.overwrittenBundles.contains(tag), "seed \(seed): the bundle conflict copy \(bundle) holds an overwritten version")
+            #expect(original != tag, "\(label): the bundle conflict copy \(bundle) holds the same version as its original")
+            #expect(!workload.overwrittenBundles.contains(tag), "\(label): the bundle conflict copy \(bundle) holds an overwritten version")
             if original == tag || workload.overwrittenBundles.contains(tag) { suspects.append(TwoClientWorld.original(of: bundle)) }
         }
         // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
         for (path, text) in remote.sorted(by: { $0.key < $1.key })
         where text != "<folder>" && !workload.written.contains(text) && TwoClientWorld.bundle(of: path) == nil {
-            Issue.record("seed \(seed): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+            Issue.record("\(label): \(path) holds \"\(text.prefix(80))\", which no client wrote")
         }
         // Identical bytes are not a conflict, and a version its own client replaced
         // does not come back as a conflict copy.
         for (path, text) in remote where path.contains(" (conflicted copy ") && TwoClientWorld.bundle(of: path) == nil {
             let original = TwoClientWorld.original(of: path)
-            #expect(remote[original] != text, "seed \(seed): \(path) holds the same bytes as \(original)")
+            #expect(remote[original] != text, "\(label): \(path) holds the same bytes as \(original)")
             // (A version deleted here while the other client moved it comes back: the move
             // counts as a change, and a change beats a delete. Overwritten ones never do.)
             #expect(!workload.overwritten.contains(text),
-                    "seed \(seed): the conflict copy \(path) holds an overwritten version: \(workload.history(of: text)); the original holds \(remote[original].map { workload.history(of: $0) } ?? [])")
+                    "\(label): the conflict copy \(path) holds an overwritten version: \(workload.history(of: text)); the original holds \(remote[original].map { workload.history(of: $0) } ?? [])")
         }
         if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { print(workload.log.joined(separator: "\n")) }
         // Each daemon is idle with nothing in error, and every conflict copy on the server
@@ -126,21 +155,21 @@ enum TwoClientSettings {
                 domain = (try await world.json(client, ["status", "--json"])["domains"] as? [[String: Any]])?.first ?? [:]
                 return domain["state"] as? String == "idle"
             }
-            #expect(domain["state"] as? String == "idle", "seed \(seed): client \(client.name) is \(domain["state"] ?? "?")")
+            #expect(domain["state"] as? String == "idle", "\(label): client \(client.name) is \(domain["state"] ?? "?")")
             let errors = domain["itemsInError"] as? [[String: Any]] ?? []
-            #expect(errors.isEmpty, "seed \(seed): client \(client.name) has items in error: \(errors)")
+            #expect(errors.isEmpty, "\(label): client \(client.name) has items in error: \(errors)")
             let conflicts = try await world.json(client, ["conflicts", "--json", "--limit", "100000"])["conflicts"] as? [[String: Any]] ?? []
             listed.formUnion(conflicts.compactMap { ($0["copy"] as? String).map { ($0 as NSString).lastPathComponent } })
         }
         for path in Set(remote.keys.map { TwoClientWorld.bundle(of: $0) ?? $0 }) where path.contains(" (conflicted copy ") {
-            #expect(listed.contains((path as NSString).lastPathComponent), "seed \(seed): the conflict copy \(path) is in no conflict list")
+            #expect(listed.contains((path as NSString).lastPathComponent), "\(label): the conflict copy \(path) is in no conflict list")
             if !listed.contains((path as NSString).lastPathComponent) { suspects.append(TwoClientWorld.original(of: path)) }
         }
-        #expect(!workload.live.isEmpty, "seed \(seed): the workload wrote nothing")
+        #expect(!workload.live.isEmpty, "\(label): the workload wrote nothing")
         // A bundle write cut by the other client's folder move cleans up its scratch where
         // the move took it (`cleanUpMovedScratch`): none is left once both are quiet.
-        #expect(world.leftoverScratch().isEmpty, "seed \(seed): bundle scratch left on the server: \(world.leftoverScratch())")
-        print("two-client seed \(seed): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
+        #expect(world.leftoverScratch().isEmpty, "\(label): scratch left on the server: \(world.leftoverScratch())")
+        print("two-client \(label): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
         suspects += lost.flatMap { workload.history(of: $0).compactMap(Workload.path(inEvent:)) }
         if !lost.isEmpty || !suspects.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil {
             world.dumpLogs(mentioning: suspects.map { ($0 as NSString).lastPathComponent })
@@ -189,24 +218,26 @@ final class TwoClientPeer: @unchecked Sendable {
     }
 }
 
-/// The two clients and their shared Apache collection.
+/// The two clients and their shared collection on one server.
 final class TwoClientWorld: @unchecked Sendable {
-    let seed: UInt64
+    let label: String
+    let server: TwoClientServer
     let clients: [TwoClientPeer]
     let remoteDisk: String
     let url: String
 
-    init(seed: UInt64) throws {
-        self.seed = seed
+    init(seed: UInt64, server: TwoClientServer) throws {
+        self.server = server
+        label = TwoClientCase(server: server, seed: seed).testDescription
         let base = "/tmp/tidesync-2c-" + UUID().uuidString.prefix(8)
         if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_STORE"] == "directory" {
-            // Both daemons on one local-directory store instead (for exploring; CI uses Apache).
+            // Both daemons on one local-directory store instead (for exploring; CI uses the servers).
             remoteDisk = base + "-store"
             url = "file://" + remoteDisk
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
         } else {
-            guard let (url, disk) = try DaemonFixture.sharedApacheCollection() else {
-                throw TwoClientError("seed \(seed): the private Apache is not running")
+            guard let (url, disk) = try server.newCollection() else {
+                throw TwoClientError("\(label): the private \(server.rawValue) is not running")
             }
             (self.url, remoteDisk) = (url, disk)
         }
@@ -221,7 +252,7 @@ final class TwoClientWorld: @unchecked Sendable {
                 name = "two"
                 local = "~/Cloud"
                 remote = "\(url)"
-                \(url.hasPrefix("file:") ? "" : "username = \"\(TestApache.user ?? "tidesync")\"")
+                \(url.hasPrefix("file:") ? "" : "username = \"\(server.user ?? "tidesync")\"")
                 poll_interval = "1s"
                 debounce = "200ms"
 
@@ -234,7 +265,7 @@ final class TwoClientWorld: @unchecked Sendable {
         for client in clients {
             client.process = try Binary.start(["run"], environment: ["HOME": client.home, "XDG_CONFIG_HOME": client.home + "/.config",
                                                                      "XDG_STATE_HOME": client.home + "/.state", "PATH": "/usr/bin:/bin",
-                                                                     "TIDESYNC_PASSWORD_TWO": TestApache.password ?? ""],
+                                                                     "TIDESYNC_PASSWORD_TWO": server.password ?? ""],
                                               log: client.home + "/daemon.log")
         }
     }
@@ -244,7 +275,7 @@ final class TwoClientWorld: @unchecked Sendable {
         for client in clients { if let process = client.process, process.isRunning { kill(process.processIdentifier, SIGTERM) } }
         _ = try await waitUntil(timeout: .seconds(20)) { [clients] in !clients.contains { $0.process?.isRunning == true } }
         for client in clients where client.process?.isRunning == true {
-            Issue.record("seed \(seed): client \(client.name)'s daemon did not stop on SIGTERM")
+            Issue.record("\(label): client \(client.name)'s daemon did not stop on SIGTERM")
         }
     }
 
@@ -271,9 +302,9 @@ final class TwoClientWorld: @unchecked Sendable {
             }
             last = agree ? remote : nil
             for client in clients where client.process?.isRunning != true {
-                Issue.record("seed \(seed): client \(client.name)'s daemon exited")
+                Issue.record("\(label): client \(client.name)'s daemon exited")
                 dumpLogs()
-                throw TwoClientError("seed \(seed): a daemon exited")
+                throw TwoClientError("\(label): a daemon exited")
             }
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -282,11 +313,11 @@ final class TwoClientWorld: @unchecked Sendable {
             let local = TwoClientWorld.tree(client.local)
             let keys = FileTree.differingPaths(local, remote).prefix(12)
             for key in keys {
-                Issue.record("seed \(seed): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
+                Issue.record("\(label): \(what): \(client.name) \(key): local \(local[key] ?? "-") server \(remote[key] ?? "-")")
             }
         }
         dumpLogs()
-        throw TwoClientError("seed \(seed): no agreement (\(what)) within \(timeout)")
+        throw TwoClientError("\(label): no agreement (\(what)) within \(timeout)")
     }
 
     /// Files by path (names as bytes in hex where not plain) → contents; Apache's own
@@ -295,20 +326,26 @@ final class TwoClientWorld: @unchecked Sendable {
     /// moves that folder meanwhile, the rename fails and the temporary stays, moved along
     /// with the folder. Apache never lists those names, so no client sees them.)
     ///
-    /// tidesync's own bundle scratch folders (`.tidesync-bundle-*`) are left out too: no
-    /// client lists them as items, and one exists while a bundle write is under way. Once
-    /// both clients are quiet there must be none (`leftoverScratch`, checked at the end).
+    /// tidesync's own bundle scratch folders (`.tidesync-bundle-*`) and, on rclone and
+    /// nginx, the hidden names uploads go to before they are moved into place
+    /// (`.tidesync-tmp-*`) are left out too: no client lists them as items, and one exists
+    /// while a write is under way. Once both clients are quiet there must be none
+    /// (`leftoverScratch`, checked at the end).
     func remoteTree() -> [String: String] {
         TwoClientWorld.tree(remoteDisk).filter { entry in
-            !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") || $0.hasPrefix(".tidesync-bundle-") }
+            !entry.key.split(separator: "/").contains { $0 == ".DAV" || $0.hasPrefix(".davfs.tmp") || Self.isScratch($0) }
         }
     }
 
-    /// The bundle scratch folders on the server (see `remoteTree`).
+    static func isScratch(_ name: Substring) -> Bool {
+        name.hasPrefix(".tidesync-bundle-") || name.hasPrefix(".tidesync-tmp-")
+    }
+
+    /// The scratch folders and files on the server (see `remoteTree`).
     func leftoverScratch() -> [String] {
         Set(TwoClientWorld.tree(remoteDisk).keys.compactMap { path -> String? in
             let parts = path.split(separator: "/")
-            guard let index = parts.firstIndex(where: { $0.hasPrefix(".tidesync-bundle-") }) else { return nil }
+            guard let index = parts.firstIndex(where: { Self.isScratch($0) }) else { return nil }
             return parts[...index].joined(separator: "/")
         }).sorted()
     }
@@ -358,14 +395,14 @@ final class TwoClientWorld: @unchecked Sendable {
             let log = (try? String(contentsOfFile: client.home + "/daemon.log", encoding: .utf8)) ?? ""
             let about = log.split(separator: "\n").filter { line in names.contains { line.contains($0) } }
             if !about.isEmpty {
-                print("--- seed \(seed): client \(client.name)'s log lines about \(names) ---\n\(about.joined(separator: "\n"))")
+                print("--- \(label): client \(client.name)'s log lines about \(names) ---\n\(about.joined(separator: "\n"))")
             }
             // Debug level: which paths each pass looked at ("pass phases (N path(s))") and
             // each step, so a path the watcher never delivered can be told from one a pass
             // decided wrongly.
             let count = ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"].flatMap { Int($0) } ?? 150
             let tail = log.split(separator: "\n").suffix(count).joined(separator: "\n")
-            print("--- seed \(seed): client \(client.name)'s daemon log (last \(count) lines) ---\n\(tail)")
+            print("--- \(label): client \(client.name)'s daemon log (last \(count) lines) ---\n\(tail)")
         }
     }
 }

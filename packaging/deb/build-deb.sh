@@ -9,12 +9,15 @@
 #   bash packaging/deb/build-deb.sh --out DIR         # where the .deb goes (default .build/deb)
 #   bash packaging/deb/build-deb.sh --binary PATH --toolchain-libraries
 #       the test suite's package of its debug binary, which loads the Swift runtime from the
-#       toolchain on this machine: those libraries get no Depends, lintian is not run, and it
-#       is compressed fast. Only for testing the layout and apt-get install/remove.
+#       toolchain on this machine: those libraries get no Depends, the packaged copy has its
+#       RUNPATH (the toolchain's folder) removed with patchelf, so it runs only with
+#       LD_LIBRARY_PATH naming that folder, and it is compressed fast. Only for testing the
+#       layout and apt-get install/remove; the suite runs packaging/deb/lintian.sh on it.
 #
 # Install:  sudo apt-get install ./tidesync_*.deb    Then, as yourself:
 #   systemctl --user enable --now tidesync           (after writing ~/.config/tidesync/config.toml)
-# lintian, when installed, checks the package; an error fails the build.
+# lintian, when installed, checks the release package (packaging/deb/lintian.sh): an error
+# or a warning fails the build.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 binary=
@@ -38,6 +41,9 @@ if [[ -z "$binary" ]]; then
     binary=$(cd "$repo" && swift build -c release --show-bin-path)/tidesync
 fi
 [[ -x "$binary" ]] || die "$binary is not an executable"
+if [[ "$toolchain" == yes ]] && ! command -v patchelf >/dev/null 2>&1; then
+    die "patchelf not found (it removes the toolchain RUNPATH from the test package): apt-get install patchelf"
+fi
 
 # "tidesync 0.1.0 (commit abc1234)": the package version is the second word.
 version=$("$binary" --version | awk 'NR == 1 { print $2 }')
@@ -52,9 +58,16 @@ root=$stage/root
 doc=$root/usr/share/doc/tidesync
 install -Dm755 "$binary" "$root/usr/bin/tidesync"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/tidesync"
+# A debug build finds the Swift runtime through a RUNPATH naming the toolchain's folder,
+# which a Debian package must not carry (lintian: custom-library-search-path, an error).
+[[ "$toolchain" == yes ]] && patchelf --remove-rpath "$root/usr/bin/tidesync"
 install -d "$root/usr/share/man/man1"
 gzip -9n <"$repo/packaging/man/tidesync.1" >"$root/usr/share/man/man1/tidesync.1.gz"
-install -Dm644 "$repo/packaging/completions/tidesync.bash" "$root/usr/share/bash-completion/completions/tidesync"
+# The generated bash completion starts with "#!/bin/bash"; bash-completion sources it, and
+# lintian warns about the hashbang (bash-completion-with-hashbang): the packaged copy has none.
+install -d "$root/usr/share/bash-completion/completions"
+sed '1{/^#!/d}' "$repo/packaging/completions/tidesync.bash" >"$root/usr/share/bash-completion/completions/tidesync"
+chmod 644 "$root/usr/share/bash-completion/completions/tidesync"
 install -Dm644 "$repo/packaging/completions/_tidesync" "$root/usr/share/zsh/vendor-completions/_tidesync"
 install -Dm644 "$repo/packaging/completions/tidesync.fish" "$root/usr/share/fish/vendor_completions.d/tidesync.fish"
 install -d "$root/usr/lib/systemd/user"
@@ -76,7 +89,7 @@ Upstream-Name: tidesync
 Source: https://github.com/tidesync/tidesync
 
 Files: *
-Copyright: the tidesync authors
+Copyright: 2026-$(date -u -d @"${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y) the tidesync authors
 License: other
  The authors have not chosen a license for tidesync yet: all rights reserved
  until they do. This package is for testing and internal use.
@@ -126,10 +139,9 @@ compression=(-Zxz)
 dpkg-deb --root-owner-group "${compression[@]}" --build "$root" "$deb" >/dev/null
 echo "build-deb: wrote $deb (Depends: $depends)"
 if [[ "$toolchain" == yes ]]; then
-    echo "build-deb: a test package (toolchain libraries); lintian not run" >&2
+    echo "build-deb: a test package (toolchain libraries); the suite runs packaging/deb/lintian.sh on it" >&2
 elif command -v lintian >/dev/null 2>&1; then
-    # Errors fail the build; warnings are shown.
-    lintian --fail-on error --suppress-tags no-manual-page "$deb" || die "lintian found errors in $deb"
+    bash "$repo/packaging/deb/lintian.sh" "$deb" || die "lintian found errors or warnings in $deb (above)"
 else
     echo "build-deb: lintian not installed (apt-get install lintian); the package was not checked" >&2
 fi
