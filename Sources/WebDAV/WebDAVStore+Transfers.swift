@@ -30,29 +30,7 @@ extension WebDAVStore {
             throw ProviderError(.noSuchItem, "\(path) was deleted on the server while it was read", underlying: "HTTP 403")
         }
         guard [200, 206, 416].contains(response.status.code) else { throw response.status.providerError("GET", path) }
-        // The response's own ETag says which version the bytes belong to; comparing it
-        // instead of sending If-Match avoids Apache's spurious 412 on weak tags. An
-        // answer without one (Apache's 416 has none) is checked by a fresh PROPFIND.
-        if let version {
-            var served = etag
-            var listed: RemoteEntry?
-            if served == nil {
-                listed = try await entry(at: path)
-                served = listed?.etag
-            }
-            guard let served, served.sameValue(as: version) else {
-                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
-            }
-            // lighttpd sends no ETag with a GET and, for a second after a change it did not
-            // make itself, the length from its stat cache: the first bytes of the new
-            // version cut at the old length. A whole-file answer whose length is not the
-            // listed size is not the version asked for.
-            if range == nil, response.status.code == 200, let listed,
-               let length = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), length != listed.size {
-                throw ProviderError(.versionMismatch, "\(path) changed on the server while it was read",
-                                    underlying: "\(length) bytes sent for a version of \(listed.size)")
-            }
-        }
+        if let version { try await check(response, of: path, isVersion: version, etag: etag, whole: range == nil) }
         if response.status.code == 206, let range,
            let start = Self.contentRangeStart(response.headers.first(name: "Content-Range")), start != range.offset {
             throw ProviderError(.cannotSynchronize, "the server answered a range request for \(path) with other bytes",
@@ -84,6 +62,33 @@ extension WebDAVStore {
         }
         guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
         return etag ?? version
+    }
+
+    /// Throws `versionMismatch` unless the answer to a GET holds `version` of `path`.
+    ///
+    /// The response's own ETag says which version the bytes belong to; comparing it
+    /// instead of sending If-Match avoids Apache's spurious 412 on weak tags. An answer
+    /// without one (Apache's 416 has none) is checked by a fresh PROPFIND.
+    private func check(_ response: HTTPClientResponse, of path: RemotePath, isVersion version: ETag, etag: ETag?,
+                       whole: Bool) async throws(ProviderError) {
+        var served = etag
+        var listed: RemoteEntry?
+        if served == nil {
+            listed = try await entry(at: path)
+            served = listed?.etag
+        }
+        guard let served, served.sameValue(as: version) else {
+            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+        }
+        // lighttpd sends no ETag with a GET and, for a second after a change it did not
+        // make itself, the length from its stat cache: the first bytes of the new
+        // version cut at the old length. A whole-file answer whose length is not the
+        // listed size is not the version asked for.
+        if whole, response.status.code == 200, let listed,
+           let length = response.headers.first(name: "Content-Length").flatMap({ Int64($0) }), length != listed.size {
+            throw ProviderError(.versionMismatch, "\(path) changed on the server while it was read",
+                                underlying: "\(length) bytes sent for a version of \(listed.size)")
+        }
     }
 
     public func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
