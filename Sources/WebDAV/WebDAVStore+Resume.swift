@@ -45,11 +45,7 @@ extension WebDAVStore {
                      meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
         let etag = servedVersion(response.headers, status: response.status.code)
         guard [200, 206].contains(response.status.code) else { throw response.status.providerError("GET", path) }
-        var served = etag
-        if served == nil { served = try await entry(at: path).etag }
-        guard let served, served.sameValue(as: version) else {
-            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
-        }
+        try await check(response, of: path, isVersion: version, etag: etag, whole: true)
         var start: Int64 = 0
         var total = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if response.status.code == 206 {

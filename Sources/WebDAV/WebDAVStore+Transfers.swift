@@ -64,12 +64,13 @@ extension WebDAVStore {
         return etag ?? version
     }
 
-    /// Throws `versionMismatch` unless the answer to a GET holds `version` of `path`.
+    /// Throws `versionMismatch` unless the answer to a GET holds `version` of `path`
+    /// (`whole`: a GET of the whole file, or of the rest of a part, whose 200 is the whole).
     ///
     /// The response's own ETag says which version the bytes belong to; comparing it
     /// instead of sending If-Match avoids Apache's spurious 412 on weak tags. An answer
     /// without one (Apache's 416 has none) is checked by a fresh PROPFIND.
-    private func check(_ response: HTTPClientResponse, of path: RemotePath, isVersion version: ETag, etag: ETag?,
+    func check(_ response: HTTPClientResponse, of path: RemotePath, isVersion version: ETag, etag: ETag?,
                        whole: Bool) async throws(ProviderError) {
         var served = etag
         var listed: RemoteEntry?
