@@ -39,7 +39,7 @@ struct TransferAnswerTests {
             }
         }
         defer { server.stop() }
-        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        let store = try ResumeTests.store(server)
         let source = temporaryPath("tidesync-put-")
         try Data("hello".utf8).write(to: URL(fileURLWithPath: source))
         defer { unlink(source) }
@@ -67,7 +67,7 @@ struct TransferAnswerTests {
             }
         }
         defer { server.stop() }
-        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        let store = try ResumeTests.store(server)
         let destination = temporaryPath("tidesync-get-")
         defer { unlink(destination) }
         try await PermissionTests.using(store) {
@@ -108,7 +108,7 @@ struct TransferAnswerTests {
             }
         }
         defer { server.stop() }
-        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false))
+        let store = try ResumeTests.store(server)
         let destination = temporaryPath("tidesync-get-")
         defer { unlink(destination) }
         try await PermissionTests.using(store) {
