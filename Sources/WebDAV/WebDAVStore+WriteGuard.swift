@@ -197,19 +197,23 @@ extension WebDAVStore {
 
     /// The probe's files and lock, whatever state the probe stopped in: the locked file is
     /// deleted with its token (untagged, as rclone takes it; tagged, as Apache needs for a
-    /// DELETE), else unlocked, then every file is deleted. A request the server fails or
-    /// does not answer (a stall under load) is tried three times; a file still left is
-    /// named in the log (hidden: no client lists `.tidesync-tmp-` names).
+    /// DELETE) and the lock released (rclone keeps a lock on a name after its file is
+    /// deleted, and answers a DELETE without the token 423), then every other file is
+    /// deleted. A request the server fails or does not answer (a stall under load) is tried
+    /// three times; a file still left is named in the log (hidden: no client lists
+    /// `.tidesync-tmp-` names).
     func removeProbeFiles(_ files: [RemotePath], token: String?) async {
+        var left = files
         if let token {
             let tagged = "<\(absoluteURL(files[0]))> " + Self.ifHeader(token: token)
             var removed = false
             for header in [Self.ifHeader(token: token), tagged] where !removed {
                 removed = await removeProbeFile(files[0], headers: [("If", header)])
             }
-            if !removed { await unlock(files[0], token: token) }
+            await unlock(files[0], token: token)
+            if removed { left.removeFirst() }
         }
-        for file in files where !(await removeProbeFile(file, headers: [])) {
+        for file in left where !(await removeProbeFile(file, headers: [])) {
             logger.notice("could not remove the probe's scratch file \(file) on the server; no client lists it, and it can be deleted by hand")
         }
     }
@@ -360,8 +364,48 @@ extension WebDAVStore {
         }
     }
 
+    /// Deletes our own `temporary`. When it is not there and its folder is gone too,
+    /// another client moved that folder (or one above it) while the write ran, and the
+    /// temporary went along with it (rclone lets a folder move in the middle of a PUT into
+    /// it): it is looked for by its name, which only this write used, and deleted where it
+    /// is now. Rare, so a search of the whole tree is affordable.
     func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false) async {
-        _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(temporary, isFolder: isFolder)))
+        let request = connection.request("DELETE", path: paths.requestPath(temporary, isFolder: isFolder))
+        guard let answer = try? await connection.send(request), answer.status.code == 404,
+              !temporary.parent.isRoot, (try? await exists(temporary.parent)) == false else { return }
+        do throws(ProviderError) {
+            guard let moved = try await findTemporary(named: temporary.name) else { return }
+            let status = try await connection.send(connection.request("DELETE", path: paths.requestPath(moved.path, isFolder: moved.kind == .folder))).status
+            guard (200..<300).contains(status.code) || status.code == 404 else { throw status.providerError("DELETE", moved.path) }
+            logger.info("removed our temporary \(moved.path): another client moved its folder while it was written")
+        } catch {
+            logger.notice("could not remove our temporary \(temporary.name), which moved along with its folder on the server (\(error.message)); no client lists it, and it can be deleted by hand")
+        }
+    }
+
+    /// The entry of the temporary named `name`, wherever in the tree it is now: from one
+    /// Depth infinity PROPFIND where the server allows it, else folder by folder. Folders
+    /// that vanish or are refused meanwhile are passed over; bundle scratch is not entered.
+    func findTemporary(named name: String) async throws(ProviderError) -> RemoteEntry? {
+        if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: .root) {
+            return entries.first { $0.path.name == name }
+        }
+        var frontier: [RemotePath] = [.root]
+        while let folder = frontier.popLast() {
+            let entries: [RemoteEntry]
+            do throws(ProviderError) {
+                entries = try self.entries(of: try await propfindResponse(folder, depth: "1", isFolder: true), for: folder, method: "PROPFIND")
+            } catch where !folder.isRoot {
+                continue
+            }
+            for entry in entries where entry.path.parent == folder && entry.path != folder {
+                if entry.path.name == name { return entry }
+                if entry.kind == .folder, !Self.isTemporary(entry.path), !entry.path.name.hasPrefix(BundleManifest.scratchPrefix) {
+                    frontier.append(entry.path)
+                }
+            }
+        }
+        return nil
     }
 
     /// Uploads `file` to a temporary beside `path`, checks that all of it arrived and moves

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SyncEngine
+import Synchronization
 import Testing
 import TestSupport
 @testable import WebDAV
@@ -102,6 +103,40 @@ struct RcloneServerTests {
         #expect(Set(seen.map(\.value)).count == 4 && seen.allSatisfy { !$0.isWeak }, "\(seen)")
         _ = try await store.move(p("dir"), to: p("moved"), version: nil)
         #expect(try await store.entry(at: p("moved/f")).etag == entry.etag)
+        await Rclone.remove(store)
+    }
+
+    @Test("an upload whose folder another client moves in the middle of its PUT leaves no temporary on the server")
+    func folderMovedMidUpload() async throws {
+        let (store, unique) = try await Rclone.store()
+        _ = try await store.makeFolder(at: p("f"))
+        let folder = TestRclone.diskRoot! + "/" + unique
+        let source = URL(fileURLWithPath: temporaryPath("tidesync-rclone-"))
+        try Data(repeating: 7, count: 4 << 20).write(to: source)
+        let destination = store.absoluteURL(p("g"), isFolder: true)
+        let origin = store.absoluteURL(p("f"), isFolder: true)
+        let moved = Mutex<Int32?>(nil)
+        // Past the first chunk, once rclone has made the temporary in f, f is moved to g by
+        // another client (curl); rclone lets it, and writes the rest of the PUT into g.
+        let progress: TransferProgress = { done, _ in
+            guard done > 256 << 10, moved.withLock({ $0 }) == nil else { return }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, !((try? FileManager.default.contentsOfDirectory(atPath: folder + "/f")) ?? [])
+                    .contains(where: { $0.hasPrefix(WebDAVStore.temporaryPrefix) }) {
+                usleep(10_000)
+            }
+            let status = runTool("curl", ["-sf", "-o", "/dev/null", "-u", "\(TestRclone.user ?? ""):\(TestRclone.password ?? "")", "-X", "MOVE",
+                                          "-H", "Destination: \(destination)", origin])
+            moved.withLock { $0 = status }
+        }
+        await #expect(throws: ProviderError.self) {
+            _ = try await store.upload(from: source, to: p("f/doc"), condition: .mustNotExist, progress: progress)
+        }
+        #expect(moved.withLock { $0 } == 0, "curl MOVE f g")
+        var left: [String] = []
+        FileTree.walk(folder) { if $0.name.hasPrefix(WebDAVStore.temporaryPrefix) { left.append($0.relative) } }
+        #expect(left.isEmpty, "temporaries left on the server: \(left)")
+        try? FileManager.default.removeItem(at: source)
         await Rclone.remove(store)
     }
 
