@@ -38,16 +38,25 @@ extension WebDAVStore {
 
     /// `COPY` with `Depth: infinity` and `Overwrite: F` (RFC 4918 §9.8): the server copies a
     /// folder's whole tree. False when the server does not copy (405, 501), after which no
-    /// COPY is sent again.
+    /// COPY is sent again. A folder refused without a trailing slash (nginx: 400, lighttpd:
+    /// a redirect) is sent again with folder URLs, as for MOVE. lighttpd answers a copy
+    /// made with 200, and one refused with a 207 naming what failed (409 for a taken name).
     public func copy(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> Bool {
         _ = try await writeGuard()
         guard copies.withLock({ $0 }) else { return false }
-        let request = connection.request("COPY", path: paths.requestPath(source), headers:
-            [("Destination", absoluteURL(destination)), ("Overwrite", "F"), ("Depth", "infinity")])
-        let status = try await connection.send(request).status
+        func send(isFolder: Bool) async throws(ProviderError) -> HTTPResponseStatus {
+            let request = connection.request("COPY", path: paths.requestPath(source, isFolder: isFolder), headers:
+                [("Destination", absoluteURL(destination, isFolder: isFolder)), ("Overwrite", "F"), ("Depth", "infinity")])
+            return try await connection.send(request).status
+        }
+        var status = try await send(isFolder: false)
+        if try await needsFolderURL(source, after: status) { status = try await send(isFolder: true) }
         switch status.code {
-        case 201, 204:
+        case 200, 201, 204:
             return true
+        case 207 where try await exists(destination):
+            throw ProviderError(.filenameCollision, "\(destination) already exists on the server, or the server copied only part of \(source)",
+                                underlying: "HTTP 207 on COPY")
         case 405, 501:
             copies.withLock { $0 = false }
             logger.info("the server does not copy (COPY answered \(status.code)); bundles are uploaded whole")
