@@ -368,18 +368,47 @@ extension WebDAVStore {
     /// another client moved that folder (or one above it) while the write ran, and the
     /// temporary went along with it (rclone lets a folder move in the middle of a PUT into
     /// it): it is looked for by its name, which only this write used, and deleted where it
-    /// is now. Rare, so a search of the whole tree is affordable.
+    /// is now. Rare, so a search of the whole tree is affordable. A temporary that cannot
+    /// be deleted is named in the log (no client lists it). A write that was cancelled
+    /// still cleans up: this runs outside the caller's cancellation.
     func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false) async {
-        let request = connection.request("DELETE", path: paths.requestPath(temporary, isFolder: isFolder))
-        guard let answer = try? await connection.send(request), answer.status.code == 404,
-              !temporary.parent.isRoot, (try? await exists(temporary.parent)) == false else { return }
+        await Task { await self.removeTemporaryNow(temporary, isFolder: isFolder) }.value
+    }
+
+    private func removeTemporaryNow(_ temporary: RemotePath, isFolder: Bool) async {
         do throws(ProviderError) {
-            guard let moved = try await findTemporary(named: temporary.name) else { return }
-            let status = try await connection.send(connection.request("DELETE", path: paths.requestPath(moved.path, isFolder: moved.kind == .folder))).status
-            guard (200..<300).contains(status.code) || status.code == 404 else { throw status.providerError("DELETE", moved.path) }
+            guard try await deleteTemporary(temporary, isFolder: isFolder) == 404, !temporary.parent.isRoot,
+                  try await !exists(temporary.parent) else { return }
+            guard let moved = try await findTemporary(named: temporary.name) else {
+                logger.debug("our temporary \(temporary) is gone, and found nowhere else")
+                return
+            }
+            _ = try await deleteTemporary(moved.path, isFolder: moved.kind == .folder)
             logger.info("removed our temporary \(moved.path): another client moved its folder while it was written")
         } catch {
-            logger.notice("could not remove our temporary \(temporary.name), which moved along with its folder on the server (\(error.message)); no client lists it, and it can be deleted by hand")
+            logger.notice("could not remove our temporary \(temporary) on the server (\(error.message)); no client lists it, and it can be deleted by hand")
+        }
+    }
+
+    /// DELETE of our own temporary: its status, 2xx or 404 (gone). Another client's lock
+    /// over it (423, 424: a lock of its folder) lasts one write and is waited for; a 5xx or
+    /// no answer is tried again, three times in all.
+    func deleteTemporary(_ temporary: RemotePath, isFolder: Bool) async throws(ProviderError) -> UInt {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let answer: UInt
+            do {
+                answer = try await connection.send(connection.request("DELETE", path: paths.requestPath(temporary, isFolder: isFolder))).status.code
+            } catch where error.code != .cancelled && attempt < 3 {
+                continue
+            }
+            if (200..<300).contains(answer) || answer == 404 { return answer }
+            let retried = [423, 424].contains(answer) ? attempt <= Self.lockedRetries : (answer >= 500 && attempt < 3)
+            guard retried else { throw ProviderError(.cannotSynchronize, "DELETE \(temporary) answered \(answer)") }
+            do { try await Task.sleep(for: Self.lockedDelay * (1 << (attempt - 1))) } catch {
+                throw ProviderError(.cancelled, "DELETE \(temporary) was cancelled")
+            }
         }
     }
 
@@ -416,6 +445,7 @@ extension WebDAVStore {
             try await requireVersion(path, version)  // fail early, before the bytes are sent
         }
         let temporary = try temporary(beside: path)
+        logger.debug("uploading \(path) through \(temporary.name)")
         let sent: RemoteEntry
         do throws(ProviderError) {
             let (status, _) = try await putFile(file, before, at: temporary, headers: [], progress: progress)
