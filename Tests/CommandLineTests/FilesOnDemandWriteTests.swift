@@ -106,7 +106,8 @@ final class FilesOnDemandWriteTests {
         try await startWithPlaceholders(["big.bin"])
         // One page read: the bytes the append's page needs are on disk already.
         let page = try await shell("dd if='\(local("big.bin"))' bs=4096 count=1 status=none > /dev/null")
-        #expect(page.status == 0 && state(local("big.bin")) == "partial", "\(page.errors)")
+        #expect(page.status == 0, "\(page.errors)")
+        try await eventually("the page recorded", timeout: .seconds(30)) { state(local("big.bin")) == "partial" }
         try putOnServer("big.bin", second)
 
         let refused = try await shell("echo tail >> '\(local("big.bin"))'")
@@ -136,6 +137,11 @@ final class FilesOnDemandWriteTests {
         try await startWithPlaceholders(["a.bin", "b.bin"])
         let page = try await shell("dd if='\(local("a.bin"))' bs=4096 skip=20 count=1 status=none > /dev/null")
         #expect(page.status == 0, "\(page.errors)")
+        // The reader goes on once its bytes are written; they are recorded once fsynced.
+        try await eventually("the page recorded", timeout: .seconds(30)) {
+            let placeholders = DaemonFixture.firstDomain(try await fixture.statusJSON().json)["placeholders"] as? [String: Any]
+            return placeholders?["partial"] as? Int == 1
+        }
 
         let schema = try SchemaValidator(schemaFile: DaemonFixture.repository + "/packaging/schema/status.schema.json")
         let document = try await fixture.statusJSON().json

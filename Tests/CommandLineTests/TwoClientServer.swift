@@ -41,15 +41,10 @@ enum TwoClientServer: String, CaseIterable, Sendable {
         }
     }
 
-    /// Apache and rclone. On nginx (seeds 7, 1207, 5) and lighttpd (7, 1207) bundles did
-    /// not converge: a bundle made or moved by one client stayed missing on the other or on
-    /// the server until the 120 s limit (one bundle COPY on nginx was answered 400). Both
-    /// list folder by folder (`Depth: infinity` is 403 there), unlike the servers that
-    /// pass: a lead, not a found cause. WsgiDAV passed 3 of 4 runs; in the fourth (seed
-    /// 1207) a conflict copy on one client never reached the server. Those three run only
-    /// when named in `TIDESYNC_TWO_CLIENT_SERVERS`: a test known to fail would turn the
-    /// suite red.
-    var runsByDefault: Bool { self == .apache || self == .rclone }
+    /// True where a file's version is its time in seconds and its size (nginx; WsgiDAV's
+    /// ETag adds only the inode, which its in-place PUT keeps): a second write of the same
+    /// size within a second is not a new version there.
+    var versionsAreSecondsAndSize: Bool { self == .nginx || self == .wsgidav }
 
     /// Five seeds on Apache, two on each other server: the suite's wall time stays
     /// reasonable (each seed is 10-20 s of two daemons).

@@ -15,8 +15,7 @@ import Glibc
 /// content a client wrote is still a file somewhere unless some client, having it in front
 /// of it, overwrote or deleted it (the test reads a file before it changes it, so it knows).
 ///
-/// Runs on Apache (five seeds) and rclone (two) by default; nginx, lighttpd and WsgiDAV
-/// (two seeds each) only when named (see `TwoClientServer.runsByDefault`).
+/// Runs on Apache (five seeds), rclone, nginx, lighttpd and WsgiDAV (two seeds each).
 /// `TIDESYNC_TWO_CLIENT_SEEDS` (comma-separated) sets the seeds of every server,
 /// `TIDESYNC_TWO_CLIENT_SERVERS` (comma-separated, e.g. `nginx,lighttpd`) the servers; ops per client per seed: `TIDESYNC_TWO_CLIENT_OPS`
 /// (default 40). Every failure message names the server and seed, so a run can be
@@ -44,11 +43,10 @@ enum TwoClientSettings {
 
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    /// The servers to run on: `TIDESYNC_TWO_CLIENT_SERVERS`, else every one that is
-    /// running and runs by default (see `TwoClientServer.runsByDefault`).
+    /// The servers to run on: `TIDESYNC_TWO_CLIENT_SERVERS`, else every one that is running.
     static var servers: [TwoClientServer] {
         guard let text = environment["TIDESYNC_TWO_CLIENT_SERVERS"] else {
-            return TwoClientServer.allCases.filter { $0.configured && $0.runsByDefault }
+            return TwoClientServer.allCases.filter(\.configured)
         }
         return text.split(separator: ",").compactMap { TwoClientServer(rawValue: $0.trimmingCharacters(in: .whitespaces).lowercased()) }
             .filter(\.configured)
@@ -80,7 +78,7 @@ enum TwoClientSettings {
         defer { world.cleanUp() }
         try world.start()
         // A starting tree, made on A and brought to B.
-        var workload = Workload(seed: run.seed)
+        var workload = Workload(seed: run.seed, uniqueSizes: run.server.versionsAreSecondsAndSize)
         try workload.seed(world.clients[0])
         try await world.waitForAgreement(what: "the starting tree")
         let started = ContinuousClock.now

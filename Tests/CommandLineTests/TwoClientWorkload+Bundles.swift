@@ -16,7 +16,12 @@ extension Workload {
         return bundleExtensions.contains(name[name.index(after: dot)...].lowercased())
     }
 
-    static func memberText(_ tag: String, _ index: Int) -> String { "\(tag) member \(index)\n" }
+    /// A member's text: its bundle version's tag and its index (and, with `uniqueSizes`, as
+    /// many `~` as the tag's operation number).
+    func memberText(_ tag: String, _ index: Int) -> String {
+        guard uniqueSizes, let operation = tag.split(separator: " ").last.flatMap({ Int($0) }) else { return "\(tag) member \(index)\n" }
+        return "\(tag) member \(index)\(String(repeating: "~", count: operation))\n"
+    }
 
     mutating func bundleTag(_ client: TwoClientPeer) -> String {
         counter += 1
@@ -57,7 +62,7 @@ extension Workload {
         guard mkdir(root, 0o755) == 0, mkdir(root + "/Data", 0o755) == 0 else { return }
         let tag = bundleTag(client)
         for (index, member) in Self.bundleMembers.enumerated() {
-            try Data(Self.memberText(tag, index).utf8).write(to: URL(fileURLWithPath: root + "/" + member))
+            try Data(memberText(tag, index).utf8).write(to: URL(fileURLWithPath: root + "/" + member))
         }
         liveBundles.insert(tag)
         note("\(client.name) created the bundle \(relative) (\(tag))")
@@ -109,8 +114,8 @@ extension Workload {
             guard fd >= 0 else { landed = false; continue }
             defer { close(fd) }
             let before = Self.read(fd)
-            guard ftruncate(fd, 0) == 0, Self.write(fd, Self.memberText(tag, index)) else { landed = false; continue }
-            if before != Self.memberText(old, index) || !Self.sameFile(fd, path + "/" + member) { landed = false }
+            guard ftruncate(fd, 0) == 0, Self.write(fd, memberText(tag, index)) else { landed = false; continue }
+            if before != memberText(old, index) || !Self.sameFile(fd, path + "/" + member) { landed = false }
         }
         guard landed, Self.tag(ofBundleAt: path) == tag else {
             note("\(client.name) rewrote the bundle \(bundle) while it changed under it; not counted")

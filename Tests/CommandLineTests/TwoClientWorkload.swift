@@ -10,6 +10,10 @@ import Glibc
 /// overwrote or deleted it.
 struct Workload {
     let seed: UInt64
+    /// True where a version is a time in seconds and a size (nginx, WsgiDAV): two writes of
+    /// one size within a second are one version there (README, "Server compatibility"), so
+    /// every version gets a size of its own and the test looks for tidesync's faults.
+    let uniqueSizes: Bool
     var random: SeededRandom
     var counter = 0
     private(set) var live: Set<String> = []
@@ -24,8 +28,9 @@ struct Workload {
     /// Bundle versions a client rewrote after reading them.
     var overwrittenBundles: Set<String> = []
 
-    init(seed: UInt64) {
+    init(seed: UInt64, uniqueSizes: Bool = false) {
         self.seed = seed
+        self.uniqueSizes = uniqueSizes
         random = SeededRandom(spreading: seed)
     }
 
@@ -42,7 +47,8 @@ struct Workload {
     mutating func content(_ client: TwoClientPeer) -> String {
         counter += 1
         // Unique, and of varied sizes (some equal, so same-size edits are compared).
-        let padding = String(repeating: "~", count: random.next(4) * 8)
+        let draw = random.next(4)
+        let padding = String(repeating: "~", count: uniqueSizes ? counter : draw * 8)
         return "seed \(seed) client \(client.name) op \(counter)\(padding)\n"
     }
 
