@@ -380,7 +380,10 @@ extension WebDAVStore {
             guard try await deleteTemporary(temporary, isFolder: isFolder) == 404, !temporary.parent.isRoot,
                   try await !exists(temporary.parent) else { return }
             guard let moved = try await findTemporary(named: temporary.name) else {
-                logger.debug("our temporary \(temporary) is gone, and found nowhere else")
+                // rclone: a PUT into a folder moved as it began makes the folder again on its
+                // disk, which its listings show only once their cache expires.
+                lostTemporaries.withLock { _ = $0.insert(temporary.name) }
+                logger.debug("our temporary \(temporary) is gone and found nowhere else; it is deleted if a listing shows it later")
                 return
             }
             _ = try await deleteTemporary(moved.path, isFolder: moved.kind == .folder)
@@ -408,6 +411,20 @@ extension WebDAVStore {
             guard retried else { throw ProviderError(.cannotSynchronize, "DELETE \(temporary) answered \(answer)") }
             do { try await Task.sleep(for: Self.lockedDelay * (1 << (attempt - 1))) } catch {
                 throw ProviderError(.cancelled, "DELETE \(temporary) was cancelled")
+            }
+        }
+    }
+
+    /// Deletes the temporaries of ours in `entries` (a listing) that were lost earlier.
+    func sweepLostTemporaries(in entries: [RemoteEntry]) async {
+        guard !lostTemporaries.withLock({ $0.isEmpty }) else { return }
+        for entry in entries where lostTemporaries.withLock({ $0.contains(entry.path.name) }) {
+            do throws(ProviderError) {
+                _ = try await deleteTemporary(entry.path, isFolder: entry.kind == .folder)
+                lostTemporaries.withLock { _ = $0.remove(entry.path.name) }
+                logger.info("removed our temporary \(entry.path), which the server listed only now")
+            } catch {
+                logger.debug("cannot remove our temporary \(entry.path) yet: \(error.message)")
             }
         }
     }

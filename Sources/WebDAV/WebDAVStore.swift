@@ -26,6 +26,9 @@ public final class WebDAVStore: RemoteStore {
     let depthInfinity = Mutex<Bool?>(nil)
     /// False once the server answered COPY with "not allowed" or "not implemented".
     let copies = Mutex(true)
+    /// The names of our own temporaries that could not be found to be deleted: deleted
+    /// when a later listing shows them (`sweepLostTemporaries`).
+    let lostTemporaries = Mutex<Set<String>>([])
     /// How often a write refused with 423 or 424 (another client's write under way holds
     /// a lock) is tried again before the item backs off, and the first wait (doubling).
     static let lockedRetries = 4
@@ -133,6 +136,7 @@ public final class WebDAVStore: RemoteStore {
         guard entries.first(where: { $0.path == path })?.kind == .folder else {
             throw ProviderError(.noSuchItem, "\(path) is not a folder on the server")
         }
+        await sweepLostTemporaries(in: entries)
         return entries.filter { $0.path.parent == path && $0.path != path && !Self.isTemporary($0.path) }
     }
 
@@ -143,6 +147,7 @@ public final class WebDAVStore: RemoteStore {
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         _ = try await writeGuard()
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
+            await sweepLostTemporaries(in: entries)
             return RemoteListing(entries: entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
         }
         return try await walk(path)
