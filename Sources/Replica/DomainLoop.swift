@@ -145,6 +145,11 @@ public struct DomainLoop: Sendable {
     /// True when the last pass left work to do at once (a conflict or a vanished item to
     /// look at again), so the loop is not quiet although nothing waits in the queue.
     public var followsUpAtOnce: Bool { followUp.map { $0 <= now } ?? false }
+    /// True when the last pass left work for a pass within `soon` (at once, or after the
+    /// short waits for a server still changing: see `followUpTime`), so a loop that is
+    /// about to look again is not taken for quiet.
+    public var followsUpSoon: Bool { followUp.map { $0 <= now + Self.soon } ?? false }
+    static let soon = Duration.seconds(10)
     private var nextUnwatched: Instant?
     private var rootGone = false
     /// Passes in a row that left conflicts to resolve.
@@ -306,12 +311,17 @@ public struct DomainLoop: Sendable {
     }
 
     /// Work is left: at once when this pass got somewhere or a guard found the server
-    /// changed (a conflict to resolve with a fresh look at it, a few times in a row at
-    /// most), otherwise when the failed items' backoff allows.
+    /// changed (a conflict to resolve with a fresh look at it, three times in a row at
+    /// most); a server still changing after that (lighttpd serves a file changed behind its
+    /// back at its old length for a second) is looked at again after 1 s, 2 s, 4 s… up to
+    /// the poll interval or a minute; otherwise when the failed items' backoff allows.
     private mutating func followUpTime(after outcome: PassOutcome) -> Instant {
         resolving = outcome.resolved > 0 ? resolving + 1 : 0
         let promptly = outcome.succeeded > 0 || (outcome.resolved > 0 && resolving <= 3)
-        return promptly ? now : now + min(timing.pollInterval, .seconds(60))
+        if promptly { return now }
+        let longest = min(timing.pollInterval, .seconds(60))
+        guard outcome.resolved > 0 else { return now + longest }
+        return now + min(longest, .seconds(1 << min(resolving - 4, 6)))
     }
 
     private mutating func park(_ error: ProviderError) {

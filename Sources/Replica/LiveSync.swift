@@ -45,8 +45,8 @@ public final class LiveSync: Sendable {
     struct Counters {
         var passes = 0
         var busy = false
-        /// The last pass left work for a pass at once (`DomainLoop.followsUpAtOnce`).
-        var followUpAtOnce = false
+        /// The last pass left work for a pass soon (`DomainLoop.followsUpSoon`).
+        var followUpSoon = false
         /// Lost-event rescans already logged.
         var overflowsLogged = 0
 
@@ -62,9 +62,9 @@ public final class LiveSync: Sendable {
     public var passes: Int { counters.withLock { $0.passes } }
     /// True while a pass runs, and until the loop carried out what it decided from it.
     public var isBusy: Bool { counters.withLock { $0.busy } }
-    /// True when the last pass left work that the next pass takes up at once: between the
-    /// two the loop is not busy, but it is not quiet either.
-    public var followsUpAtOnce: Bool { counters.withLock { $0.followUpAtOnce } }
+    /// True when the last pass left work that a pass takes up at once or within seconds:
+    /// between the two the loop is not busy, but it is not quiet either.
+    public var followsUpSoon: Bool { counters.withLock { $0.followUpSoon } }
 
     public init(pass: SyncPass, timing: Timing, root: String, exclude: ExcludeList, stop: StopFlag, logger: Logger,
                 observer: (any LiveSyncObserver)? = nil,
@@ -186,10 +186,10 @@ public final class LiveSync: Sendable {
             counters.withLock { $0.passes += 1 }
             observer?.passFinished(result)
             let next = loop.passFinished(DomainLoop.PassOutcome(result))
-            counters.withLock { $0.followUpAtOnce = loop.followsUpAtOnce }
+            counters.withLock { $0.followUpSoon = loop.followsUpSoon }
             return next
         } catch {
-            counters.withLock { $0.followUpAtOnce = false }
+            counters.withLock { $0.followUpSoon = false }
             return loop.passFailed(error)
         }
     }

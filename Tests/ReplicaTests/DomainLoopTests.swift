@@ -312,13 +312,22 @@ struct DomainLoopTests {
             Round(ms: 0, passes: [.finished(.init(steps: 3, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
             Round(ms: 1, steps: idle + [.wait(until: at(20_000))]),
         ]),
-        Rule(name: "conflicts to resolve are followed up at once three times in a row, then wait", poll: .seconds(3600), rounds: [
+        Rule(name: "conflicts to resolve are followed up at once three times in a row, then after 1 s, 2 s, 4 s… up to a minute",
+             poll: .seconds(3600), rounds: [
             Round(ms: 0, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
             Round(ms: 1, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
             Round(ms: 2, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
             Round(ms: 3, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
-            Round(ms: 4, steps: idle + [.wait(until: at(60_003))]),
+            Round(ms: 4, steps: idle + [.wait(until: at(1_003))]),
+            Round(ms: 1_003, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
+            Round(ms: 1_004, steps: idle + [.wait(until: at(3_003))]),
+            Round(ms: 3_003, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)]),
+            Round(ms: 3_004, steps: idle + [.wait(until: at(7_003))]),
         ]),
+        Rule(name: "a server still changing is looked at again at most a minute apart", poll: .seconds(3600),
+             rounds: [0, 1, 2, 3, 1_003, 3_003, 7_003, 15_003, 31_003, 63_003].map { ms in
+                 Round(ms: ms, passes: [.finished(.init(steps: 1, resolved: 1, complete: false))], steps: [.collect(everything: true), .pass(.full)])
+             } + [Round(ms: 63_004, steps: idle + [.wait(until: at(123_003))])]),
     ])
     func followUp(_ rule: Rule) { check(rule) }
 

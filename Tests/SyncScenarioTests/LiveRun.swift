@@ -48,7 +48,9 @@ final class LiveRun: @unchecked Sendable {
     init(_ world: SyncWorld, debounce: Duration = .milliseconds(300), poll: Duration = .seconds(3600),
          exclude: [String] = [], addWatch: (@Sendable (Int32, String, UInt32) -> Int32)? = nil) {
         let capture = log
-        let logger = Logger(label: "live") { _ in CapturingLogHandler(capture: capture) }
+        let logger = Logger(label: "live") { _ in
+            CapturingLogHandler(capture: capture, logLevel: LiveRun.printsLog ? .debug : .info)
+        }
         let scanner = LocalScanner(root: world.localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns + exclude))
         // The world's runner, logging here too: tests look for what its steps said.
         let shared = world.pass.runner
@@ -64,6 +66,10 @@ final class LiveRun: @unchecked Sendable {
                             observer: pause)
         }
     }
+
+    /// True when `TIDESYNC_TEST_LIVE_LOG` is set: every live loop logs at debug level and
+    /// its whole log is printed when its test ends, passed or failed.
+    static var printsLog: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_LIVE_LOG"] != nil }
 
     /// Starts the loop and waits for its first (full) pass.
     func start() async throws {
@@ -91,10 +97,11 @@ final class LiveRun: @unchecked Sendable {
             try await hold(sourceLocation: sourceLocation)
             defer { release() }
             // Quiet: nothing waits in the queue, nothing in the journal, and the last pass
-            // left nothing to take up at once (a guard that found the server changed).
-            guard try live.queue.waiting == 0 && journalEmpty() && !live.followsUpAtOnce else { return false }
+            // left nothing to take up at once or within seconds (a guard that found the
+            // server changed, a server still changing).
+            guard try live.queue.waiting == 0 && journalEmpty() && !live.followsUpSoon else { return false }
             try await Task.sleep(for: .milliseconds(100))
-            return try live.queue.waiting == 0 && journalEmpty() && !live.followsUpAtOnce
+            return try live.queue.waiting == 0 && journalEmpty() && !live.followsUpSoon
         }
     }
 
@@ -168,6 +175,7 @@ func withLiveWorld(_ remote: Remote, poll: Duration = .seconds(3600), exclude: [
             throw error
         }
         await run.finish()
+        if LiveRun.printsLog { print("--- \(remote): the live loop's log ---\n" + run.log.all.joined(separator: "\n")) }
     }
 }
 
