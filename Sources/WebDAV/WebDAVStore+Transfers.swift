@@ -257,7 +257,7 @@ extension WebDAVStore {
             guard (200..<300).contains(moved.status.code) else { throw moved.status.providerError("MOVE", path) }
             return try await entry(at: path)
         } catch {
-            await removeTemporary(temporary)
+            await removeTemporary(temporary, created: true)
             throw error
         }
     }

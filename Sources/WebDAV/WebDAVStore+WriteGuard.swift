@@ -359,26 +359,29 @@ extension WebDAVStore {
                 }
             }
         } catch {
-            await removeTemporary(temporary, isFolder: isFolder)
+            await removeTemporary(temporary, isFolder: isFolder, created: true)
             throw error
         }
     }
 
-    /// Deletes our own `temporary`. When it is not there and its folder is gone too,
-    /// another client moved that folder (or one above it) while the write ran, and the
-    /// temporary went along with it (rclone lets a folder move in the middle of a PUT into
-    /// it): it is looked for by its name, which only this write used, and deleted where it
-    /// is now. Rare, so a search of the whole tree is affordable. A temporary that cannot
+    /// Deletes our own `temporary`. When it is not there although it was made (`created`),
+    /// or its folder is gone too, another client moved that folder (or one above it) while
+    /// the write ran, and the temporary went along with it (rclone lets a folder move in the
+    /// middle of a PUT into it; nginx makes a folder moved away again when something is
+    /// moved into it, so the folder being there proves nothing): it is looked for by its
+    /// name, which only this write used, and deleted where it is now. Rare, so a search of the whole tree is affordable. A temporary that cannot
     /// be deleted is named in the log (no client lists it). A write that was cancelled
     /// still cleans up: this runs outside the caller's cancellation.
-    func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false) async {
-        await Task { await self.removeTemporaryNow(temporary, isFolder: isFolder) }.value
+    func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false, created: Bool) async {
+        await Task { await self.removeTemporaryNow(temporary, isFolder: isFolder, created: created) }.value
     }
 
-    private func removeTemporaryNow(_ temporary: RemotePath, isFolder: Bool) async {
+    private func removeTemporaryNow(_ temporary: RemotePath, isFolder: Bool, created: Bool) async {
         do throws(ProviderError) {
-            guard try await deleteTemporary(temporary, isFolder: isFolder) == 404, !temporary.parent.isRoot,
-                  try await !exists(temporary.parent) else { return }
+            guard try await deleteTemporary(temporary, isFolder: isFolder) == 404 else { return }
+            if !created {
+                guard !temporary.parent.isRoot, try await !exists(temporary.parent) else { return }
+            }
             guard let moved = try await findTemporary(named: temporary.name) else {
                 // rclone: a PUT into a folder moved as it began makes the folder again on its
                 // disk, which its listings show only once their cache expires.
@@ -464,11 +467,15 @@ extension WebDAVStore {
         let temporary = try temporary(beside: path)
         logger.debug("uploading \(path) through \(temporary.name)")
         let sent: RemoteEntry
+        var created = true
         do throws(ProviderError) {
             let (status, _) = try await putFile(file, before, at: temporary, headers: [], progress: progress)
+            // Refused before a byte was written: nothing to look for if it is not there.
+            created = ![401, 403, 404, 409, 412, 413, 423].contains(status.code)
             guard (200..<300).contains(status.code) else {
                 // nginx answers a PUT into a missing folder with 500 (its rename fails).
                 if [404, 409, 500].contains(status.code), try await !exists(path.parent) {
+                    created = false
                     throw ProviderError(.parentMissing, "the folder \(path.parent) does not exist on the server")
                 }
                 throw status.providerError("PUT", path)
@@ -478,7 +485,7 @@ extension WebDAVStore {
                 throw ProviderError(.serverUnreachable, "the upload of \(path) arrived incomplete (\(sent.size) of \(before.size) bytes); will retry")
             }
         } catch {
-            await removeTemporary(temporary)
+            await removeTemporary(temporary, created: created)
             if try file.status() != before {
                 throw ProviderError(.cannotSynchronize, "\(file.path) changed while it was uploaded; it will be sent again")
             }
