@@ -369,9 +369,10 @@ extension WebDAVStore {
     /// the write ran, and the temporary went along with it (rclone lets a folder move in the
     /// middle of a PUT into it; nginx makes a folder moved away again when something is
     /// moved into it, so the folder being there proves nothing): it is looked for by its
-    /// name, which only this write used, and deleted where it is now. Rare, so a search of the whole tree is affordable. A temporary that cannot
-    /// be deleted is named in the log (no client lists it). A write that was cancelled
-    /// still cleans up: this runs outside the caller's cancellation.
+    /// name, which only this write used, and deleted where it is now. Rare, so a search of
+    /// the whole tree is affordable. A temporary that cannot be deleted is named in the log
+    /// (no client lists it). A write that was cancelled still cleans up: this runs outside
+    /// the caller's cancellation.
     func removeTemporary(_ temporary: RemotePath, isFolder: Bool = false, created: Bool) async {
         await Task { await self.removeTemporaryNow(temporary, isFolder: isFolder, created: created) }.value
     }
