@@ -14,15 +14,21 @@ extension StateDatabase {
     /// Runs the statements of `sql` on the file at `path`, creating it if needed, in one
     /// transaction, with foreign keys on.
     static func executeScript(_ sql: String, onFileAt path: String) throws {
-        let queue = try DatabaseQueue(path: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         try queue.write { db in try db.execute(sql: sql) }
         try queue.close()
     }
 
     /// The rows `sql` selects from the file at `path`, each column as text (nil for NULL).
+    /// It waits for a running daemon's write like the daemon's own connections do: without
+    /// the busy timeout, opening it during a commit failed at once with "database is locked"
+    /// (FilesOnDemandTests on CI).
     static func query(_ sql: String, onFileAt path: String) throws -> [[String?]] {
         var configuration = Configuration()
         configuration.readonly = true
+        configuration.busyMode = .timeout(busyTimeout)
         let queue = try DatabaseQueue(path: path, configuration: configuration)
         defer { try? queue.close() }
         return try queue.read { db in

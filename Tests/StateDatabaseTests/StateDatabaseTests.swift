@@ -3,6 +3,7 @@ import Foundation
 import SyncEngine
 import SyncModel
 import Testing
+import TestSupport
 
 /// The file itself: how it is opened, its durability settings, reopening, read-only use.
 @Suite struct StateDatabaseFileTests {
@@ -124,4 +125,27 @@ import Testing
             #expect(error?.message.contains(database.path) == true)
         }
     }
+
+    /// FilesOnDemandTests read the running daemon's DB this way and once failed at once
+    /// with "database is locked": the inspecting connection had no busy timeout.
+    @Test("a read-only inspection waits for another process's lock instead of failing at once")
+    func inspectionWaitsForALock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-lock-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/home.sqlite"
+        try StateDatabase(path: path).close()
+        // Another process holds the file exclusively for a second.
+        let holder = try ChildProcess("/usr/bin/python3", ["-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("PRAGMA locking_mode=EXCLUSIVE"); c.execute("BEGIN EXCLUSIVE")
+            open(sys.argv[2], "w").close()
+            time.sleep(1); c.execute("COMMIT"); c.close()
+            """, path, directory + "/locked"])
+        defer { holder.waitUntilExit() }
+        try await eventually("the lock", timeout: .seconds(60)) { FileManager.default.fileExists(atPath: directory + "/locked") }
+        #expect(try StateDatabase.query("SELECT count(*) FROM item", onFileAt: path) == [["1"]])
+    }
+
 }
