@@ -339,17 +339,25 @@ final class WebDAVConnection: Sendable {
     /// Runs `operation` beside a watchdog that samples `meter` every second and cancels
     /// the operation once the exchange is too slow (`LowSpeedWatch`), throwing
     /// `serverUnreachable` instead of whatever the cancelled operation threw.
+    ///
+    /// The watch's clock is the watchdog's own ticks, one second each, not the wall clock:
+    /// bytes count when a task reads them, and in a process too busy to run its tasks
+    /// promptly each step of an exchange waits its turn (the test suite beside CPU hogs:
+    /// a 3-byte GET and the PROPFIND checking its version took over 30 s, and were called
+    /// too slow). The watchdog's ticks wait their turn the same way, so only a server
+    /// that is slow while this process keeps up is judged.
     func watched<T: Sendable>(_ method: String, meter: TransferMeter,
                               _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         guard limits.watchesSpeed else { return try await operation() }
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await operation() }
             group.addTask { [limits] in
-                let start = ContinuousClock.now
                 var watch = LowSpeedWatch(limits: limits)
+                var ticks = 0
                 while true {
                     try await Task.sleep(for: .seconds(1))
-                    if watch.isTooSlow(total: meter.bytes, elapsed: .now - start) {
+                    ticks += 1
+                    if watch.isTooSlow(total: meter.bytes, elapsed: .seconds(ticks)) {
                         throw ProviderError(.serverUnreachable,
                                             "the server answered \(method) too slowly (under \(watch.description)); will retry",
                                             underlying: "low_speed_limit")

@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Synchronization
 import SyncEngine
 import Testing
 import TestSupport
@@ -69,6 +71,81 @@ struct LowSpeedTests {
         }
         #expect(error?.code == .serverUnreachable)
         await store.shutdown()
+    }
+
+    /// The suite beside CPU hogs: a 3-byte GET whose version a PROPFIND checks took over
+    /// 30 s, each of its steps waiting its turn behind busy tasks, and was called too slow.
+    /// Here ten tasks, each busy 200 ms at a time, share one thread with the download and
+    /// its watchdog (and nothing else of the test run): every step of the exchange waits
+    /// about 2 s for its turn, and the exchange (about 10 s) outlasts the 6 s window,
+    /// which the wall clock called too slow.
+    @Test("a process too busy to read an answer promptly does not call the server slow")
+    func busyProcess() async throws {
+        let server = try FakeDAVServer { request in
+            switch request.method {
+            case "GET": return .init(status: 200, body: "abc")  // no ETag: a PROPFIND checks the version
+            case "PROPFIND": return FakeDAVServer.file("doc.txt")
+            default: return .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil, allowInsecureHTTP: false),
+                                limits: TransferLimits(connectTimeout: .seconds(30), lowSpeedLimit: 1024, lowSpeedTime: .seconds(6)))
+        let destination = URL(fileURLWithPath: temporaryPath("busy-"))
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let done = Done()
+        let started = ContinuousClock.now
+        let outcome: Result<ETag?, ProviderError> = await withTaskExecutorPreference(OneThread()) {
+            await withTaskGroup(of: Result<ETag?, ProviderError>?.self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        while !done.flag.load(ordering: .relaxed) {
+                            Self.spin(for: .milliseconds(200))
+                            await Task.yield()
+                        }
+                        return nil
+                    }
+                }
+                group.addTask {
+                    defer { done.flag.store(true, ordering: .relaxed) }
+                    do throws(ProviderError) {
+                        return .success(try await store.download(try RemotePath(["doc.txt"]), range: nil, version: ETag(value: "e1"),
+                                                                 to: destination, progress: nil))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                var outcome: Result<ETag?, ProviderError> = .failure(ProviderError(.cancelled, "no answer"))
+                for await result in group { if let result { outcome = result } }
+                return outcome
+            }
+        }
+        let took = ContinuousClock.now - started
+        await store.shutdown()
+        switch outcome {
+        case .success(let served): #expect(served?.sameValue(as: ETag(value: "e1")) == true)
+        case .failure(let error): Issue.record("the download failed after \(took): \(error)")
+        }
+        #expect(readFile(destination.path) == "abc")
+        // The exchange must have outlasted the window, or this proved nothing.
+        #expect(took > .seconds(6), "the busy tasks did not slow the exchange: \(took)")
+    }
+
+    /// Keeps the thread busy for `duration`, as a task that computes without awaiting.
+    static func spin(for duration: Duration) {
+        let end = ContinuousClock.now + duration
+        while ContinuousClock.now < end {}
+    }
+
+    final class Done: Sendable { let flag = Atomic(false) }
+
+    /// A task executor of one thread: the tasks that prefer it share that thread alone.
+    final class OneThread: TaskExecutor {
+        let queue = DispatchQueue(label: "tidesync.test.one-thread")
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
     }
 
     /// The error `operation` fails with; records an issue when it succeeds or is still
