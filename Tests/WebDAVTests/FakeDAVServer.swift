@@ -63,17 +63,22 @@ final class FakeDAVServer: Sendable {
                 let client = accept(listener, nil, nil)
                 if client < 0 {
                     if errno == EINTR { continue }
-                    return  // stopped
+                    // Stopped. The descriptor is closed here, after the last accept: closed
+                    // in `stop`, its number could go to the next test's listener while this
+                    // thread was between two accepts, and this thread would take that
+                    // server's connections and answer them as this one.
+                    close(listener)
+                    return
                 }
                 Thread.detachNewThread { [self] in serve(client) }
             }
         }
     }
 
-    /// Stops accepting; connections end when the client closes them.
+    /// Stops accepting (the accepting thread wakes and closes the listener); connections
+    /// end when the client closes them.
     func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func serve(_ client: Int32) {
