@@ -6,6 +6,26 @@ import SystemCalls
 extension LocalDirectoryStore {
     public func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                          progress: TransferProgress?) async throws(ProviderError) -> ETag? {
+        let output = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw SystemError.destinationError(errno, "cannot create \(destination.path)") }
+        defer { close(output) }
+        let (etag, _) = try copyOut(path, range: range, version: version, into: output, at: { _ in 0 }, what: destination.path,
+                                    progress: progress)
+        guard fsync(output) == 0 else { throw SystemError.destinationError(errno, "cannot write \(destination.path)") }
+        return etag
+    }
+
+    public func download(_ path: RemotePath, range: ByteRange, version: ETag, intoDescriptor descriptor: Int32,
+                         progress: TransferProgress?) async throws(ProviderError) -> Int64 {
+        try copyOut(path, range: range, version: version, into: descriptor, at: { $0.offset }, what: "a placeholder",
+                    progress: progress).length
+    }
+
+    /// Copies `range` (nil: all) of the file at `path`, which must be `version` when given,
+    /// into `output` at the offset `at` gives for the range clamped to the file's end.
+    /// Returns the version and how many bytes were copied.
+    private func copyOut(_ path: RemotePath, range: ByteRange?, version: ETag?, into output: Int32, at: (ByteRange) -> Int64,
+                         what destination: String, progress: TransferProgress?) throws(ProviderError) -> (ETag, length: Int64) {
         try checkRoot()
         let source = fullPath(path)
         let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -19,26 +39,22 @@ extension LocalDirectoryStore {
         if let version, !before.etag.sameValue(as: version) {
             throw ProviderError(.versionMismatch, "\(path) changed in the store since version \(version)")
         }
-        let output = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw SystemError.destinationError(errno, "cannot create \(destination.path)") }
-        defer { close(output) }
         let wanted = range.map { ByteRange(offset: $0.offset, length: max(0, min($0.end, before.size) - $0.offset)) }
             ?? ByteRange(offset: 0, length: before.size)
         do {
-            try FileCopy.copy(from: input, at: wanted.offset, to: output, at: 0, length: wanted.length,
+            try FileCopy.copy(from: input, at: wanted.offset, to: output, at: at(wanted), length: wanted.length,
                               progress: progress, what: "\(path)")
         } catch where error.code == .insufficientQuota {
             // Reading never reports a full disk: it is the destination's, the local one.
-            throw SystemError.destinationError(ENOSPC, "cannot write \(destination.path)")
+            throw SystemError.destinationError(ENOSPC, "cannot write \(destination)")
         }
-        guard fsync(output) == 0 else { throw SystemError.destinationError(errno, "cannot write \(destination.path)") }
         // Writes in the store replace files by rename, so the open file keeps one version;
         // an in-place writer outside tidesync would show up here.
         let after = try FileStatus.of(descriptor: input, path: source)
         guard after.etag == before.etag else {
             throw ProviderError(.versionMismatch, "\(path) was modified in place while it was read; try again")
         }
-        return before.etag
+        return (before.etag, wanted.length)
     }
 
     public func upload(from source: URL, to path: RemotePath, condition: WriteCondition,

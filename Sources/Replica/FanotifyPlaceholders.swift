@@ -82,18 +82,11 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
 
     /// Fetches a range through `bytes` (a ranged GET of the placeholder's version, refused
     /// by the engine when the server has another one) via a scratch file.
-    static func fetcher(_ bytes: RemoteBytes, path: String) -> @Sendable (ByteRange) async throws(ProviderError) -> Data {
-        { range throws(ProviderError) in
-            let scratch = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tidesync-range-\(UUID().uuidString)")
-            defer { unlink(scratch.path) }
-            let fetched = try await bytes.range(range, scratch)
-            guard fetched.offset == range.offset, fetched.length >= range.length else {
-                throw ProviderError(.cannotSynchronize, "the server sent \(fetched) of \(path) for \(range)")
-            }
-            do {
-                return try Data(contentsOf: scratch).prefix(Int(range.length))
-            } catch {
-                throw ProviderError(.cannotSynchronize, "cannot read the fetched bytes of \(path)", underlying: "\(error)")
+    static func fetcher(_ bytes: RemoteBytes, path: String) -> @Sendable (ByteRange, Int32) async throws(ProviderError) -> Void {
+        { range, file throws(ProviderError) in
+            let written = try await bytes.range(range, file)
+            guard written.offset == range.offset, written.length >= range.length else {
+                throw ProviderError(.cannotSynchronize, "the server sent \(written) of \(path) for \(range)")
             }
         }
     }
@@ -148,9 +141,9 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         let provider = provider, id = record.id, version = ItemVersion(content: record.remoteETag)
         return RemoteBytes(whole: { destination async throws(ProviderError) -> ETag? in
             try await provider.fetchContents(for: id, version: version, into: destination, progress: nil).version.content
-        }, range: { range, destination async throws(ProviderError) -> ByteRange in
+        }, range: { range, file async throws(ProviderError) -> ByteRange in
             try await provider.fetchPartialContents(for: id, version: version, minimalRange: range, alignment: 1,
-                                                    into: destination, progress: nil).range
+                                                    intoDescriptor: file, progress: nil)
         }, item: id)
     }
 

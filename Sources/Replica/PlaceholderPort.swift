@@ -30,15 +30,15 @@ public struct RemoteBytes: Sendable {
     /// Downloads the whole version into the given new file (going on from a cut download
     /// when the file's name says it is a resumable part); returns the version's ETag.
     public let whole: @Sendable (URL) async throws(ProviderError) -> ETag?
-    /// Downloads at least the given range of the version into the given new file; returns
-    /// the range it holds (the request widened to the domain's alignment).
-    public let range: @Sendable (ByteRange, URL) async throws(ProviderError) -> ByteRange
+    /// Writes at least the given range of the version into the given open file, at the
+    /// range's own offsets, unflushed; returns the range written.
+    public let range: @Sendable (ByteRange, Int32) async throws(ProviderError) -> ByteRange
     /// The item the bytes belong to, as it will be recorded; nil when the runner cannot say
     /// (a port then brings the file down whole).
     public let item: ItemIdentifier?
 
     public init(whole: @escaping @Sendable (URL) async throws(ProviderError) -> ETag?,
-                range: @escaping @Sendable (ByteRange, URL) async throws(ProviderError) -> ByteRange,
+                range: @escaping @Sendable (ByteRange, Int32) async throws(ProviderError) -> ByteRange,
                 item: ItemIdentifier? = nil) {
         self.whole = whole
         self.range = range

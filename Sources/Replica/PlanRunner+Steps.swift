@@ -111,10 +111,10 @@ extension PlanRunner {
         return RemoteBytes(whole: { destination async throws(ProviderError) -> ETag? in
             try await provider.download(path, version: version, into: destination,
                                         resuming: LocalFolder.isResumablePart(destination.lastPathComponent), progress: progress)
-        }, range: { range, destination async throws(ProviderError) -> ByteRange in
+        }, range: { range, file async throws(ProviderError) -> ByteRange in
             guard let item else { throw ProviderError(.noSuchItem, "\(path) has no item yet; its bytes come down whole") }
             return try await provider.fetchPartialContents(for: item, version: ItemVersion(content: version), minimalRange: range,
-                                                           alignment: 1, into: destination, progress: progress).range
+                                                           alignment: 1, intoDescriptor: file, progress: progress)
         }, item: item)
     }
 

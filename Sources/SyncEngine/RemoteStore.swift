@@ -35,6 +35,15 @@ public protocol RemoteStore: Sendable {
     func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                   progress: TransferProgress?) async throws(ProviderError) -> ETag?
 
+    /// Writes the bytes `range` of the file at `path`, which must still be `version`, into
+    /// the open file `descriptor` at the same offsets (a placeholder filled in place: no
+    /// scratch file, no second copy). Nothing is flushed: the caller fsyncs before it
+    /// counts on the bytes. Returns how many bytes were written (the range clamped to the
+    /// file's end); on a failure some of the range may have been written, and none of it
+    /// may be counted on.
+    func download(_ path: RemotePath, range: ByteRange, version: ETag, intoDescriptor descriptor: Int32,
+                  progress: TransferProgress?) async throws(ProviderError) -> Int64
+
     /// Writes the whole file at `path` to `destination`, which may hold the start of
     /// `version` left by a download that was cut: a store that can goes on from there
     /// (only while the server still has `version`), any other starts over. Otherwise as
@@ -88,6 +97,39 @@ extension RemoteStore {
     public func download(_ path: RemotePath, version: ETag?, resumingInto destination: URL,
                          progress: TransferProgress?) async throws(ProviderError) -> ETag? {
         try await download(path, range: nil, version: version, to: destination, progress: progress)
+    }
+
+    /// Stores that can only write new files download into a scratch file beside the
+    /// system's temporary files and copy it in.
+    public func download(_ path: RemotePath, range: ByteRange, version: ETag, intoDescriptor descriptor: Int32,
+                         progress: TransferProgress?) async throws(ProviderError) -> Int64 {
+        let scratch = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("tidesync-range-\(UUID().uuidString)")
+        defer { unlink(scratch.path) }
+        _ = try await download(path, range: range, version: version, to: scratch, progress: progress)
+        let input = open(scratch.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw ProviderError(.cannotSynchronize, "cannot read the fetched bytes of \(path)") }
+        defer { close(input) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var copied: Int64 = 0
+        while copied < range.length {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, min($0.count, Int(range.length - copied))) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw ProviderError(.cannotSynchronize, "cannot read the fetched bytes of \(path)") }
+            if count == 0 { break }
+            var done = 0
+            while done < count {
+                let written = buffer.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, count - done, off_t(range.offset + copied) + off_t(done)) }
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else {
+                    let code = written < 0 ? errno : EIO
+                    let kind: ProviderError.Code = code == ENOSPC || code == EDQUOT ? .localDiskFull : .cannotSynchronize
+                    throw ProviderError(kind, "cannot write the fetched bytes of \(path)", underlying: String(cString: strerror(code)))
+                }
+                done += written
+            }
+            copied += Int64(count)
+        }
+        return copied
     }
 
     /// Stores without a server-side copy say so.

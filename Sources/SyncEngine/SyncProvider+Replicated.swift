@@ -83,6 +83,29 @@ extension SyncProvider: ReplicatedProvider {
         return PartialFetchResult(contents: destination, range: range, version: version)
     }
 
+    /// `fetchPartialContents` written into the open file `descriptor` at the range's own
+    /// offsets instead of a new file (a placeholder filled in place). Nothing is flushed:
+    /// the caller fsyncs before it counts on the bytes. Returns the range written.
+    public func fetchPartialContents(for id: ItemIdentifier, version: ItemVersion, minimalRange: ByteRange,
+                                     alignment: Int64, intoDescriptor descriptor: Int32,
+                                     progress: TransferProgress?) async throws(ProviderError) -> ByteRange {
+        guard alignment > 0, alignment & (alignment - 1) == 0 else {
+            throw ProviderError(.cannotSynchronize, "the alignment \(alignment) is not a power of two")
+        }
+        guard let record = try state.item(id), let content = version.content else {
+            throw ProviderError(.noSuchItem, "item \(id) has no remote version to fetch")
+        }
+        let range = minimalRange.aligned(to: alignment, fileSize: record.size)
+        let path = try requirePath(of: id)
+        do {
+            let written = try await store.download(path, range: range, version: content, intoDescriptor: descriptor, progress: progress)
+            return ByteRange(offset: range.offset, length: written)
+        } catch where error.code == .versionMismatch {
+            throw ProviderError(.versionNoLongerAvailable, "\(path) changed on the server; version \(content) is gone",
+                                underlying: error.message)
+        }
+    }
+
     public func changes(since anchor: SyncAnchor?) async throws(ProviderError) -> ChangeBatch {
         try await changes(since: anchor, base: try state.allItems())
     }

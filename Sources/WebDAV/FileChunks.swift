@@ -83,9 +83,19 @@ struct FileChunks: AsyncSequence, Sendable {
 /// stopping after `limit` bytes (a server that ignores `Range` sends the whole file).
 struct ChunkWriter {
     let descriptor: Int32
+    /// Where in the file the first byte kept goes.
+    let base: Int64
     var skip: Int64
     var limit: Int64?
     var written: Int64 = 0
+
+    init(descriptor: Int32, base: Int64 = 0, skip: Int64, limit: Int64?, written: Int64 = 0) {
+        self.descriptor = descriptor
+        self.base = base
+        self.skip = skip
+        self.limit = limit
+        self.written = written
+    }
 
     mutating func write(_ buffer: ByteBuffer) throws(ProviderError) {
         var slice = buffer
@@ -98,7 +108,7 @@ struct ChunkWriter {
         let count = slice.readableBytes
         guard count > 0 else { return }
         let fd = descriptor
-        let offset = written
+        let offset = base + written
         let failure: Int32? = slice.withUnsafeReadableBytes { raw -> Int32? in
             var done = 0
             while done < raw.count {

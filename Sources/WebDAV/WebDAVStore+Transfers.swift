@@ -19,10 +19,39 @@ extension WebDAVStore {
         }
     }
 
+    /// Writes `range` of `path` into `descriptor` at the range's offsets (see the protocol).
+    public func download(_ path: RemotePath, range: ByteRange, version: ETag, intoDescriptor descriptor: Int32,
+                         progress: TransferProgress?) async throws(ProviderError) -> Int64 {
+        if range.isEmpty { return 0 }
+        let header = range.httpRangeHeader.map { [("Range", $0)] } ?? []
+        let request = connection.request("GET", path: paths.requestPath(path), headers: header)
+        let meter = TransferMeter()
+        return try await connection.stream(request, meter: meter) { response in
+            _ = try await self.accept(response, of: path, range: range, version: version)
+            return try await self.receiveBody(response, of: path, range: range, into: descriptor, at: range.offset,
+                                              meter: meter, progress: progress)
+        }
+    }
+
     /// Checks the answer to a GET and writes its body to `destination`; returns the
     /// version the bytes belong to.
     func receive(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
                  meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> ETag? {
+        let etag = try await accept(response, of: path, range: range, version: version)
+        let fd = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ChunkWriter.localError(errno, "cannot create \(destination.path)") }
+        defer { close(fd) }
+        // 416: the range starts at or after the end, so there is nothing to write.
+        if response.status.code == 416 { return etag ?? version }
+        _ = try await receiveBody(response, of: path, range: range, into: fd, at: 0, meter: meter, progress: progress)
+        guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
+        return etag ?? version
+    }
+
+    /// Checks the head of the answer to a GET of `range` of `path` (its status, and that it
+    /// holds `version` and the bytes asked for); returns the version the answer names.
+    func accept(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?,
+                version: ETag?) async throws(ProviderError) -> ETag? {
         let etag = servedVersion(response.headers, status: response.status.code)
         // Apache answers 403 ("file permissions deny server access") for a file another
         // client deleted between its check and its open: gone, not forbidden.
@@ -36,13 +65,16 @@ extension WebDAVStore {
             throw ProviderError(.cannotSynchronize, "the server answered a range request for \(path) with other bytes",
                                 underlying: "Content-Range starts at \(start), not \(range.offset)")
         }
-        let fd = open(destination.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ChunkWriter.localError(errno, "cannot create \(destination.path)") }
-        defer { close(fd) }
-        // 416: the range starts at or after the end, so there is nothing to write.
-        if response.status.code == 416 { return etag ?? version }
+        return etag
+    }
+
+    /// Writes the body of an accepted answer into `fd` from `offset` on (the bytes before
+    /// the range skipped when the server sent the whole file); returns the bytes written.
+    func receiveBody(_ response: HTTPClientResponse, of path: RemotePath, range: ByteRange?, into fd: Int32, at offset: Int64,
+                     meter: TransferMeter, progress: TransferProgress?) async throws(ProviderError) -> Int64 {
+        if response.status.code == 416 { return 0 }
         let ignoredRange = response.status.code == 200 && range != nil
-        var writer = ChunkWriter(descriptor: fd, skip: ignoredRange ? range!.offset : 0,
+        var writer = ChunkWriter(descriptor: fd, base: offset, skip: ignoredRange ? range!.offset : 0,
                                  limit: range.map(\.length))
         let sent = response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         var received: Int64 = 0
@@ -60,8 +92,7 @@ extension WebDAVStore {
         if let sent, received < sent, !(ignoredRange && writer.isComplete) {
             throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(received) of \(sent) bytes); will retry")
         }
-        guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
-        return etag ?? version
+        return writer.written
     }
 
     /// Throws `versionMismatch` unless the answer to a GET holds `version` of `path`

@@ -166,6 +166,34 @@ struct RemoteStoreContractTests {
         }
     }
 
+    @Test("a range written into an open file lands at its own offsets and nowhere else; a stale version writes nothing",
+          arguments: StoreKind.available)
+    func rangeIntoDescriptor(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            let entry = try await f.put(p("abc"), "ABCDEFGHIJKLMNOP")
+            let target = f.scratch.appendingPathComponent("placeholder").path
+            try Data("................".utf8).write(to: URL(fileURLWithPath: target))
+            let fd = open(target, O_RDWR | O_CLOEXEC)
+            try #require(fd >= 0)
+            defer { close(fd) }
+            let written = try await f.store.download(p("abc"), range: ByteRange(offset: 4, length: 6), version: entry.etag!,
+                                                     intoDescriptor: fd, progress: nil)
+            #expect(written == 6)
+            #expect(readFile(target) == "....EFGHIJ......")
+            // Clamped at the end of the file.
+            #expect(try await f.store.download(p("abc"), range: ByteRange(offset: 14, length: 10), version: entry.etag!,
+                                               intoDescriptor: fd, progress: nil) == 2)
+            #expect(readFile(target) == "....EFGHIJ....OP")
+            _ = try await f.store.upload(from: f.localFile("changed, and longer"), to: p("abc"), condition: .mustMatch(entry.etag!),
+                                         progress: nil)
+            await expectCode(.versionMismatch) {
+                try await f.store.download(p("abc"), range: ByteRange(offset: 0, length: 4), version: entry.etag!,
+                                           intoDescriptor: fd, progress: nil)
+            }
+            #expect(readFile(target) == "....EFGHIJ....OP")
+        }
+    }
+
     @Test("children lists one level, descendants the whole tree", arguments: StoreKind.available)
     func listings(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in

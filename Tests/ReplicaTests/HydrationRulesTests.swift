@@ -41,8 +41,8 @@ import Glibc
             let remote = remote, absolute = folder.absolute(path)
             _ = try folder.makePlaceholder(specification, at: path, replacing: nil) { fd throws(ProviderError) in
                 try hydrator.watch(fd, as: KnownPlaceholder(item: specification.item, path: absolute, version: specification.version,
-                                                            size: specification.size) { range throws(ProviderError) in
-                    try await remote.fetch(range)
+                                                            size: specification.size) { range, file throws(ProviderError) in
+                    try await remote.fetch(range, into: file)
                 })
             }
             return absolute

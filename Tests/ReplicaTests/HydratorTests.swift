@@ -40,6 +40,15 @@ import Glibc
         /// The server replaces the version: every fetch from now on is refused (412).
         func replaceVersion() { lock.withLock { gone = true } }
 
+        /// Writes the bytes of `range` into `file` at their offsets, as a store does.
+        func fetch(_ range: ByteRange, into file: Int32) async throws(ProviderError) {
+            let data = try await fetch(range)
+            // A real store's transfer stops when its task is cancelled (a timed-out reader).
+            guard !Task.isCancelled else { throw ProviderError(.cancelled, "the test fetch was given up") }
+            let written = data.withUnsafeBytes { pwrite(file, $0.baseAddress, $0.count, off_t(range.offset)) }
+            guard written == data.count else { throw ProviderError(.cannotSynchronize, "cannot write the test bytes") }
+        }
+
         func fetch(_ range: ByteRange) async throws(ProviderError) -> Data {
             lock.withLock { calls.append(range) }
             if lock.withLock({ gone }) { throw ProviderError(.versionNoLongerAvailable, "the test server has another version") }
@@ -89,7 +98,7 @@ import Glibc
             let remote = remote, absolute = folder.absolute(path)
             let stat = try folder.makePlaceholder(specification, at: path, replacing: replacing) { fd throws(ProviderError) in
                 try hydrator.watch(fd, as: KnownPlaceholder(
-                    item: specification.item, path: absolute, version: specification.version, size: specification.size) { range throws(ProviderError) in try await remote.fetch(range) })
+                    item: specification.item, path: absolute, version: specification.version, size: specification.size) { range, file throws(ProviderError) in try await remote.fetch(range, into: file) })
             }
             return (path, stat)
         }

@@ -32,12 +32,13 @@ public struct KnownPlaceholder: Sendable {
     public var size: Int64
     /// The bytes already on disk.
     public var present: RangeSet
-    /// Fetches at least the given range of `version`: exactly its bytes, in order.
-    public var fetch: @Sendable (ByteRange) async throws(ProviderError) -> Data
+    /// Writes the bytes of the given range of `version` into the given open file at their
+    /// own offsets, unflushed (and maybe some of them when it fails).
+    public var fetch: @Sendable (ByteRange, Int32) async throws(ProviderError) -> Void
 
     /// A placeholder holding `present` (nothing, by default).
     public init(item: ItemIdentifier, path: String, version: ETag?, size: Int64,
-                present: RangeSet = RangeSet(), fetch: @escaping @Sendable (ByteRange) async throws(ProviderError) -> Data) {
+                present: RangeSet = RangeSet(), fetch: @escaping @Sendable (ByteRange, Int32) async throws(ProviderError) -> Void) {
         self.item = item
         self.path = path
         self.version = version
@@ -64,6 +65,9 @@ final class HydrationRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var placeholders: [FileIdentity: KnownPlaceholder] = [:]
     private var inFlight: [FileIdentity: [InFlightFetch]] = [:]
+    /// Per file, the fills writing into it now and the mtime it had before the first of
+    /// them began: what each of them restores (see `beginWriting`).
+    private var writing: [FileIdentity: (fills: Int, modificationTime: Int64)] = [:]
 
     /// Registers `placeholder`; fetches left from an earlier file with the same identity (an
     /// inode number used again) are not joined by its readers.
@@ -85,6 +89,32 @@ final class HydrationRegistry: @unchecked Sendable {
 
     var identities: Set<FileIdentity> {
         lock.withLock { Set(placeholders.keys) }
+    }
+
+    /// A fill begins writing into `file`, whose mtime is `current` now; returns the mtime it
+    /// restores when done. Fills stream into the file while others do, and each write moves
+    /// the mtime: a fill that began while another was writing would take that one's moved
+    /// mtime for the file's own and leave it behind, a change the scan would see. So every
+    /// fill of one burst restores the mtime from before the burst.
+    func beginWriting(_ file: FileIdentity, current: Int64) -> Int64 {
+        lock.withLock {
+            let burst = writing[file].map { ($0.fills + 1, $0.modificationTime) } ?? (1, current)
+            writing[file] = burst
+            return burst.1
+        }
+    }
+
+    /// A fill stopped writing into `file`; returns true when another one still writes.
+    @discardableResult
+    func endWriting(_ file: FileIdentity) -> Bool {
+        lock.withLock {
+            guard let burst = writing[file], burst.fills > 1 else {
+                writing[file] = nil
+                return false
+            }
+            writing[file] = (burst.fills - 1, burst.modificationTime)
+            return true
+        }
     }
 
     /// True when the byte at `offset` of `file` is on disk or being fetched.

@@ -125,26 +125,36 @@ extension Hydrator {
             disown(file, identity: identity, path: placeholder.path)
             return
         }
+        // The mtime the file had before this write (and any other fill's writing beside it),
+        // not the one it was made with: a program's write in between moved it, and restoring
+        // the older one would hide that edit from the scan.
+        let restored = registry.beginWriting(identity, current: before.modificationTimeNanoseconds)
+        let unwritten = LocalStat(inode: before.inode, size: before.size, modificationTimeNanoseconds: restored)
+        var othersWriting = false
         do throws(ProviderError) {
-            let data = try await placeholder.fetch(range)
-            guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
-            guard data.count == range.length else {
-                throw ProviderError(.cannotSynchronize, "the server sent \(data.count) bytes for \(placeholder.path) \(range)")
+            defer {
+                Self.restoreModificationTime(of: file, restored)
+                othersWriting = registry.endWriting(identity)
             }
-            try write(data, at: range.offset, to: file, path: placeholder.path)
-            // The mtime the file had before this write, not the one it was made with: a
-            // program's write in between moved it, and restoring the older one would hide
-            // that edit from the scan.
-            Self.restoreModificationTime(of: file, before.modificationTimeNanoseconds)
-            guard fsync(file) == 0 else { throw LocalFolder.error(errno, "cannot write \(placeholder.path)") }
+            // Written straight into the file through the event's descriptor: a failure leaves
+            // bytes there that nothing records, so the range stays missing and is read again.
+            try await placeholder.fetch(range, file)
+            guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
         } catch {
             registry.finish(range, of: identity, present: false)
             throw error
         }
+        guard fsync(file) == 0 else {
+            registry.finish(range, of: identity, present: false)
+            throw LocalFolder.error(errno, "cannot write \(placeholder.path)")
+        }
         guard let now = registry.finish(range, of: identity, present: true) else { return }
         let state = settle(file, identity: identity, as: now)
-        recorded(HydrationRecord(item: now.item, range: range, stat: Self.localStat(of: file), state: state,
-                                 before: before, present: now.present, version: now.version))
+        // Another fill still writing moves the mtime until it restores it when it ends.
+        var after = Self.localStat(of: file)
+        if othersWriting { after.modificationTimeNanoseconds = restored }
+        recorded(HydrationRecord(item: now.item, range: range, stat: after, state: state,
+                                 before: unwritten, present: now.present, version: now.version))
     }
 
     /// Stops hydrating a placeholder a program rewrote: its mark goes, and its events are
@@ -172,16 +182,6 @@ extension Hydrator {
         PlaceholderLock.unlock(file)
         registry.remove(identity)
         return state
-    }
-
-    private func write(_ data: Data, at offset: Int64, to file: Int32, path: String) throws(ProviderError) {
-        var done = 0
-        while done < data.count {
-            let written = data.withUnsafeBytes { pwrite(file, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw LocalFolder.error(written < 0 ? errno : EIO, "cannot write the fetched bytes into \(path)") }
-            done += written
-        }
     }
 
     static func restoreModificationTime(of file: Int32, _ nanoseconds: Int64) {
