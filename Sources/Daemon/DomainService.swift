@@ -89,6 +89,7 @@ public final class DomainService: Sendable {
                                                                  rescanInterval: domain.rescanInterval),
                             root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))
         await live.run()
+        await onDemand.durable()
     }
 
     /// Closes the remote's connections.

@@ -144,6 +144,12 @@ struct FilesOnDemand: Sendable {
         return { DomainMonitor.Hydrations(recent: hydrator.recentHydrations.map(status), inFlight: hydrator.hydrationsInFlight.map(status)) }
     }
 
+    /// Returns once every range a reader was let on to is on disk and recorded, so a clean
+    /// stop leaves none to fetch again.
+    func durable() async {
+        await fanotify?.durable()
+    }
+
     /// A clean stop: locks the placeholders that are not whole (mode 000 until the next
     /// start, so a reader gets EACCES rather than zeros once the group is gone), then stops
     /// the event loop and closes the group (readers still waiting get EIO; no later open

@@ -46,6 +46,10 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     /// Starts hydrating (the event loop's thread).
     public func start() { hydrator.start() }
 
+    /// Returns once every range readable now is on disk and recorded (a reader goes on
+    /// before that).
+    public func durable() async { await hydrator.durable() }
+
     /// Stops the event loop and closes the group (see `Hydrator.stop`): call
     /// `lockPlaceholders` first, or readers get zeros from then on.
     public func stop() { hydrator.stop() }

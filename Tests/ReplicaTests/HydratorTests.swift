@@ -157,6 +157,7 @@ import Glibc
         // A Bool: #expect on two large Data values diffs them on failure, for minutes.
         let right = whole.data == Self.bytes(0..<Int(Self.size)) + Data("TAIL".utf8)
         #expect(right, "cat read \(whole.data.count) bytes, not the remote's followed by TAIL")
+        await fixture.hydrator.durable()  // a reader goes on before its bytes are recorded
         #expect(fixture.records.all.last?.state == .materialized)
     }
 
@@ -215,6 +216,7 @@ import Glibc
         #expect(fixture.folder.entry(at: path)?.stat == edited, "the fill hid the program's edit by restoring the old mtime")
         let head = try await fixture.read("/bin/dd", ["if=\(absolute)", "bs=8", "count=1", "status=none"])
         #expect(head.data == Data("EDIT".utf8) + Self.bytes(4..<8))
+        await fixture.hydrator.durable()
         #expect(fixture.records.all.last?.stat == made, "a hydration was recorded after the program's write")
     }
 
@@ -241,6 +243,7 @@ import Glibc
         #expect(fixture.remote.fetched == [ByteRange(offset: 0, length: Self.alignment), tail], "fetched \(fixture.remote.fetched)")
 
         // The daemon's writes keep the remote mtime, and each range is recorded with that stat.
+        await fixture.hydrator.durable()
         let now = Self.info(absolute)
         #expect(Int64(now.st_mtim.tv_sec) * 1_000_000_000 + Int64(now.st_mtim.tv_nsec) == made.modificationTimeNanoseconds)
         #expect(fixture.records.all.map(\.range) == fixture.remote.fetched)
@@ -259,6 +262,7 @@ import Glibc
         #expect(whole.status == 0 && whole.data == Self.bytes(0..<Int(Self.size)), "cat read zeros or other bytes")
         #expect(RangeSet(fixture.remote.fetched).byteCount == Self.size)
         #expect(fixture.remote.fetched.map(\.length).reduce(0, +) == Self.size, "a range was fetched twice")
+        await fixture.hydrator.durable()
         #expect(fixture.records.all.last?.state == .materialized)
         #expect(fixture.records.all.last?.stat == made)
         #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "materialized")
@@ -313,6 +317,45 @@ import Glibc
         #expect(fixture.folder.holdsNoData(path) == true)
         #expect(fixture.folder.placeholderAttribute(LocalFolder.PlaceholderAttribute.state, of: path) == "dataless")
         #expect(fixture.records.all.isEmpty)
+    }
+
+    /// A run of the suite (hundreds of tests ready at once on Swift's two shared threads)
+    /// kept the 1 s deadline of the test above from firing for over a minute: the hydrator's
+    /// tasks waited their turn behind everything else. Here eight tasks keep those threads
+    /// busy 500 ms at a time while a reader waits on a stalled fetch.
+    @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func theDeadlineHoldsWhileSwiftsSharedThreadsAreBusy() async throws {
+        let fixture = try Fixture(Remote(.stall), timeout: .seconds(1))
+        defer { fixture.finish() }
+        let (path, _) = try fixture.makePlaceholder("busy.bin")
+        let done = Flag()
+        let busy = (0..<8).map { _ in
+            Task.detached {
+                while !done.isSet {
+                    let end = ContinuousClock.now + .milliseconds(500)
+                    while ContinuousClock.now < end {}
+                    await Task.yield()
+                }
+            }
+        }
+        // Timed on the reader's own thread: this test's task waits its turn behind the busy ones.
+        let arguments = ["if=\(fixture.folder.absolute(path))", "bs=4096", "count=1", "status=none"]
+        let (read, waited) = try await onOwnThread { () throws -> ((Int32, Data, String), Duration) in
+            let started = ContinuousClock.now
+            let read = try PreContentGroupTests.run("/bin/dd", arguments)
+            return (read, ContinuousClock.now - started)
+        }
+        done.set()
+        for task in busy { await task.value }
+        #expect(read.0 != 0 && read.2.contains("Input/output error"), "dd said: \(read.2)")
+        #expect(waited < .milliseconds(3500), "the reader waited \(waited) for a 1 s deadline")
+    }
+
+    final class Flag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        var isSet: Bool { lock.withLock { value } }
+        func set() { lock.withLock { value = true } }
     }
 
     @Test(.enabled(if: unavailable == nil, "\(unavailable ?? "")"))

@@ -42,15 +42,30 @@ public enum AccessIntent: Equatable, Sendable {
     /// What process `pid`, waiting on an event of the file `file`, does: `opening` for an
     /// open event. Every thread is looked at; only the ones whose syscall names this file
     /// (by descriptor) or an open count, and writing wins over reading, reading over emptying.
+    ///
+    /// A thread that has queued its event but is not asleep yet reads as "running", with no
+    /// syscall: when nothing was found and a thread was running, it is looked at again, up
+    /// to 50 times 1 ms apart (under load, a reader of one page was taken for `unknown`
+    /// and the whole file was fetched: HydratorTests.twoReadersOfOneRangeShareOneFetch).
     static func of(pid: Int32, file: FileIdentity, opening: Bool) -> AccessIntent {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return .unknown }
-        var seen: Set<AccessIntent> = []
-        for task in tasks {
-            guard let call = Syscall(reading: "/proc/\(pid)/task/\(task)/syscall") else { continue }
-            let intent = opening ? call.openIntent : call.accessIntent(pid: pid, file: file)
-            if let intent { seen.insert(intent) }
+        for _ in 0..<50 {
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return .unknown }
+            var seen: Set<AccessIntent> = []
+            var running = false
+            for task in tasks {
+                let call: Syscall
+                switch Syscall.read("/proc/\(pid)/task/\(task)/syscall") {
+                case .waiting(let waiting): call = waiting
+                case .running: running = true; continue
+                case .none: continue
+                }
+                let intent = opening ? call.openIntent : call.accessIntent(pid: pid, file: file)
+                if let intent { seen.insert(intent) }
+            }
+            for intent in [AccessIntent.writing, .reading, .emptying] where seen.contains(intent) { return intent }
+            guard running else { return .unknown }
+            usleep(1000)
         }
-        for intent in [AccessIntent.writing, .reading, .emptying] where seen.contains(intent) { return intent }
         return .unknown
     }
 }
@@ -60,14 +75,26 @@ struct Syscall {
     var number: Int
     var arguments: [UInt64]
 
-    init?(reading path: String) {
+    /// What `/proc/PID/task/TID/syscall` says of a task.
+    enum Reading {
+        /// It waits in this syscall.
+        case waiting(Syscall)
+        /// It is running: in no wait, or not asleep yet.
+        case running
+        /// The file cannot be read, or names no syscall.
+        case none
+    }
+
+    static func read(_ path: String) -> Reading {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .none }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 256)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        self.init(line: String(decoding: buffer[0..<count], as: UTF8.self))
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return .none }
+        let line = String(decoding: buffer[0..<count], as: UTF8.self)
+        if line.hasPrefix("running") { return .running }
+        return Syscall(line: line).map(Reading.waiting) ?? .none
     }
 
     /// "NR ARG1 … ARG6 SP PC" in hex ("running" or "-1 SP PC" when in no syscall).

@@ -18,11 +18,11 @@ enum Deadline {
         let first = FirstOutcome()
         return await withCheckedContinuation { continuation in
             first.continuation = continuation
-            let timer = Task {
+            let timer = Task(executorPreference: HydrationExecutor.shared) {
                 try? await Task.sleep(for: timeout)
                 first.resume(.timedOut)
             }
-            Task {
+            Task(executorPreference: HydrationExecutor.shared) {
                 do {
                     try await work()
                     first.resume(.finished)

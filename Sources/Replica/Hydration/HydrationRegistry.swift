@@ -68,6 +68,8 @@ final class HydrationRegistry: @unchecked Sendable {
     /// Per file, the fills writing into it now and the mtime it had before the first of
     /// them began: what each of them restores (see `beginWriting`).
     private var writing: [FileIdentity: (fills: Int, modificationTime: Int64)] = [:]
+    /// Per file, the tasks making readable ranges durable.
+    private var persisting: [FileIdentity: [UUID: Task<Void, Never>]] = [:]
 
     /// Registers `placeholder`; fetches left from an earlier file with the same identity (an
     /// inode number used again) are not joined by its readers.
@@ -115,6 +117,34 @@ final class HydrationRegistry: @unchecked Sendable {
             writing[file] = (burst.fills - 1, burst.modificationTime)
             return true
         }
+    }
+
+    /// Runs `start`'s task, which makes ranges of `file` already readable durable (fsync,
+    /// then record), as one of the file's persists until it calls `endPersist` with `id`.
+    func persist(_ file: FileIdentity, id: UUID, _ start: () -> Task<Void, Never>) {
+        lock.withLock { persisting[file, default: [:]][id] = start() }
+    }
+
+    func endPersist(_ file: FileIdentity, id: UUID) {
+        lock.withLock {
+            persisting[file]?[id] = nil
+            if persisting[file]?.isEmpty == true { persisting[file] = nil }
+        }
+    }
+
+    /// The persists of `file` running now.
+    func persists(of file: FileIdentity) -> [Task<Void, Never>] {
+        lock.withLock { Array((persisting[file] ?? [:]).values) }
+    }
+
+    /// Every persist running now.
+    var allPersists: [Task<Void, Never>] {
+        lock.withLock { persisting.values.flatMap(\.values) }
+    }
+
+    /// Takes back `range` of `file`, readable until a failed fsync: it is fetched again.
+    func unfinish(_ range: ByteRange, of file: FileIdentity) {
+        lock.withLock { placeholders[file]?.present.remove(range) }
     }
 
     /// True when the byte at `offset` of `file` is on disk or being fetched.

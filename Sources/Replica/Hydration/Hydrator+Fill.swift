@@ -1,7 +1,10 @@
 // Filling a placeholder's range. Durability contract: the bytes are written through the
-// event's descriptor (opened without notification: no event, no inotify), the remote mtime
-// is restored with `futimens` (every pwrite moves it), and the file is fsynced before the
-// range is recorded and before its reader is allowed on: a recorded range is on disk.
+// event's descriptor (opened without notification: no event, no inotify) and the remote
+// mtime is restored with `futimens` (every pwrite moves it); then the range is readable,
+// and a reader is let on. The file is fsynced before the range is recorded (`persist`): a
+// recorded range is on disk, and one that never got recorded (a crash) is fetched again.
+// An open or a write waits for the record too, so the file's tag and mark (its ctime) no
+// longer change under the program (`tar` checks the ctime after reading).
 import Foundation
 import Glibc
 import SyncEngine
@@ -16,14 +19,16 @@ extension Hydrator {
             // time out): it writes through its own copy of the descriptor, never a number
             // the kernel could give to another file meanwhile.
             let file = dup(event.file)
-            return Task {
+            return Task(executorPreference: HydrationExecutor.shared) {
                 defer { close(file) }
                 try await self.fill(range, of: identity, through: file)
             }
         }
         let waiting = history.started(reader)
+        let durable = event.events.contains(.openPermission) || reader.writing
         let outcome = await Deadline.run(within: timeout) {
             for task in tasks { try await task.value }
+            if durable { for persist in self.registry.persists(of: identity) { await persist.value } }
         }
         history.ended(waiting)
         switch outcome {
@@ -58,7 +63,7 @@ extension Hydrator {
             let piece = ByteRange(offset: start, length: min(end, (start / window + 1) * window) - start)
             _ = registry.fetches(for: piece, of: identity) { range in
                 let copy = dup(file)
-                return Task {
+                return Task(executorPreference: HydrationExecutor.shared) {
                     defer { close(copy) }
                     try await self.fill(range, of: identity, through: copy)
                 }
@@ -80,7 +85,7 @@ extension Hydrator {
         let wanted = range.aligned(to: alignment, fileSize: placeholder.size)
         let tasks = registry.fetches(for: wanted, of: identity) { range in
             let copy = dup(file)
-            return Task {
+            return Task(executorPreference: HydrationExecutor.shared) {
                 defer { close(copy) }
                 try await self.fill(range, of: identity, through: copy)
             }
@@ -90,6 +95,7 @@ extension Hydrator {
                 throw error as? ProviderError ?? ProviderError(.cannotSynchronize, "cannot hydrate \(placeholder.path): \(error)")
             }
         }
+        for persist in registry.persists(of: identity) { await persist.value }
         return registry.placeholder(identity)?.state ?? .materialized
     }
 
@@ -130,11 +136,10 @@ extension Hydrator {
         // the older one would hide that edit from the scan.
         let restored = registry.beginWriting(identity, current: before.modificationTimeNanoseconds)
         let unwritten = LocalStat(inode: before.inode, size: before.size, modificationTimeNanoseconds: restored)
-        var othersWriting = false
         do throws(ProviderError) {
             defer {
                 Self.restoreModificationTime(of: file, restored)
-                othersWriting = registry.endWriting(identity)
+                registry.endWriting(identity)
             }
             // Written straight into the file through the event's descriptor: a failure leaves
             // bytes there that nothing records, so the range stays missing and is read again.
@@ -144,17 +149,48 @@ extension Hydrator {
             registry.finish(range, of: identity, present: false)
             throw error
         }
-        guard fsync(file) == 0 else {
-            registry.finish(range, of: identity, present: false)
-            throw LocalFolder.error(errno, "cannot write \(placeholder.path)")
+        // Readable from here on; durable once `persist` has run.
+        guard registry.finish(range, of: identity, present: true) != nil else { return }
+        let copy = dup(file), id = UUID()
+        registry.persist(identity, id: id) {
+            Task(executorPreference: HydrationExecutor.shared) {
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    self.persistQueue.async {
+                        self.persist(range, of: identity, through: copy, before: unwritten)
+                        close(copy)
+                        self.registry.endPersist(identity, id: id)
+                        done.resume()
+                    }
+                }
+            }
         }
-        guard let now = registry.finish(range, of: identity, present: true) else { return }
-        let state = settle(file, identity: identity, as: now)
-        // Another fill still writing moves the mtime until it restores it when it ends.
-        var after = Self.localStat(of: file)
-        if othersWriting { after.modificationTimeNanoseconds = restored }
-        recorded(HydrationRecord(item: now.item, range: range, stat: after, state: state,
-                                 before: unwritten, present: now.present, version: now.version))
+    }
+
+    /// Returns once every range readable when it was called is on disk and recorded.
+    public func durable() async {
+        for persist in registry.allPersists { await persist.value }
+    }
+
+    /// Makes what the file holds durable and records it: fsync, then the file's tag (and its
+    /// mark gone when whole), then the state DB. Every range readable when it begins was
+    /// written before this fsync, so the record names only bytes on disk. Persists run one
+    /// at a time (`persistQueue`), so what each finds readable only grows, and a file made
+    /// whole by one is gone from the registry for the next.
+    private func persist(_ range: ByteRange, of identity: FileIdentity, through file: Int32, before unwritten: LocalStat) {
+        let written = registry.placeholder(identity)
+        guard fsync(file) == 0 else {
+            let error = LocalFolder.error(errno, "cannot write \(written?.path ?? "a placeholder")")
+            logger.warning("\(error.description); \(range) is fetched again when it is read")
+            registry.unfinish(range, of: identity)
+            return
+        }
+        // Gone from the registry: made whole (and recorded) by another persist, or forgotten.
+        guard let written else { return }
+        let state = settle(file, identity: identity, as: written)
+        // The daemon's writes leave the stat as it was (the size kept, the mtime restored):
+        // what the file's stat is now may be a program's write since, which must stay seen.
+        recorded(HydrationRecord(item: written.item, range: range, stat: unwritten, state: state,
+                                 before: unwritten, present: written.present, version: written.version))
     }
 
     /// Stops hydrating a placeholder a program rewrote: its mark goes, and its events are

@@ -54,6 +54,9 @@ public final class Hydrator: @unchecked Sendable {
     /// Who hydrates a placeholder whole on open, and who may not hydrate at all.
     public let rules: HydrationRules
     let registry = HydrationRegistry()
+    /// Where fills are made durable, one at a time (see `persist`): off Swift's cooperative
+    /// threads, which an fsync would hold.
+    let persistQueue = DispatchQueue(label: "tidesync.hydrator.persist")
     let history = HydrationHistory()
     let recorded: @Sendable (HydrationRecord) -> Void
     let logger: Logger
@@ -214,9 +217,22 @@ public final class Hydrator: @unchecked Sendable {
         if let range = event.range, mayHydrate(event.pid) {
             readAhead(after: Self.wanted(range, size: placeholder.size, alignment: alignment), of: identity, through: event.file)
         }
-        guard let (wanted, reader) = request(event, of: placeholder, identity: identity) else { return answer(event, .allow) }
+        let opening = event.events.contains(.openPermission)
+        let intent = AccessIntent.of(pid: event.pid, file: identity, opening: opening)
+        guard let (wanted, reader) = request(event, of: placeholder, identity: identity, intent: intent) else {
+            // Nothing to fetch. An open or a write still waits until the bytes already
+            // readable are recorded: the file's tag and mark (its ctime) change no more
+            // under the program, and no record is made after its write.
+            let persists = intent == .reading && !opening ? [] : registry.persists(of: identity)
+            guard !persists.isEmpty else { return answer(event, .allow) }
+            Task(executorPreference: HydrationExecutor.shared) {
+                for persist in persists { await persist.value }
+                self.answer(event, .allow)
+            }
+            return
+        }
         guard !rules.denyHydration.contains(reader.program ?? "") else { return refuse(event, reader) }
-        Task { await self.serve(event, wanted: wanted, of: identity, for: reader) }
+        Task(executorPreference: HydrationExecutor.shared) { await self.serve(event, wanted: wanted, of: identity, for: reader) }
     }
 
     /// The bytes `event` needs fetched, and who asks; nil when none. A read needs what it
@@ -224,10 +240,9 @@ public final class Hydrator: @unchecked Sendable {
     /// in a file with holes (see `AccessIntent`); an open for reading needs the whole file
     /// when its program skips holes, nothing otherwise.
     private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder,
-                         identity: FileIdentity) -> (ByteRange, HydrationEntry)? {
+                         identity: FileIdentity, intent: AccessIntent) -> (ByteRange, HydrationEntry)? {
         let opening = event.events.contains(.openPermission)
         let program = HydrationRules.processName(of: event.pid)
-        let intent = AccessIntent.of(pid: event.pid, file: identity, opening: opening)
         guard let whole = Self.needsWholeFile(intent, opening: opening, skipsHoles: rules.hydrateOnOpen.contains(program ?? "")) else {
             return nil
         }
