@@ -64,7 +64,7 @@ struct ConflictScenarioTests {
     @Test("edit here, deleted there: ours is created on the server again", arguments: Remote.withOtherServers)
     func editDelete(_ remote: Remote) async throws {
         try await scenario(remote, start: ["doc.txt": "base", "other.txt": "x"]) { world in
-            try FileManager.default.removeItem(atPath: world.onServer("doc.txt"))
+            try world.removeOnServer("doc.txt")
             try world.write("doc.txt", "ours, edited")
         } until: { world in world.serverText("doc.txt") == "ours, edited" } check: { world, _ in
             #expect(readFile(world.local("doc.txt")) == "ours, edited")
@@ -167,7 +167,7 @@ struct ConflictScenarioTests {
     @Test("a file added here inside a folder deleted there: the folder comes back holding it, the rest stays deleted", arguments: Remote.available)
     func addInDeletedFolder(_ remote: Remote) async throws {
         try await scenario(remote, start: ["d/old1.txt": "1", "d/old2.txt": "2", "keep.txt": "k"]) { world in
-            try FileManager.default.removeItem(atPath: world.onServer("d"))
+            try world.removeOnServer("d")
             try world.write("d/new.txt", "ours, new")
         } until: { world in
             world.serverText("d/new.txt") == "ours, new" && !FileManager.default.fileExists(atPath: world.local("d/old1.txt"))

@@ -196,7 +196,7 @@ struct RemoteSafetyScenarioTests {
             let disk = world.scratch + "/remote-b"
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
             try await body(LocalDirectoryStore(root: disk), disk)
-        case .apache, .nginx, .lighttpd, .wsgidav:
+        case .apache, .nginx, .lighttpd, .wsgidav, .rclone:
             let name = "b-\(UUID().uuidString.prefix(8))"
             let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
             _ = try await root.makeFolder(at: RemotePath([name]))

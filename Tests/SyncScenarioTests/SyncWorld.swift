@@ -14,7 +14,7 @@ import Glibc
 
 /// The stores the scenarios run against: the local-directory store always, the private
 /// Apache of `packaging/test.sh` when it runs. nginx, lighttpd and WsgiDAV (when test.sh
-/// started them) run a representative subset, `withOtherServers`: every scenario on
+/// started them) and rclone run a representative subset, `withOtherServers`: every scenario on
 /// every server would add minutes to a suite that must stay well inside its limit.
 enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case localDirectory
@@ -22,6 +22,7 @@ enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case nginx
     case lighttpd
     case wsgidav
+    case rclone
 
     var testDescription: String { rawValue }
 
@@ -29,15 +30,16 @@ enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     /// `available` and the other servers that run.
     static var withOtherServers: [Remote] {
-        available + [Remote.nginx, .lighttpd, .wsgidav].filter { $0.server?.configured == true }
+        available + [Remote.nginx, .lighttpd, .wsgidav, .rclone].filter { $0.server?.configured == true }
     }
 
-    /// The server of nginx, lighttpd and WsgiDAV.
+    /// The server of nginx, lighttpd, WsgiDAV and rclone.
     var server: TestDAVServer? {
         switch self {
         case .nginx: .nginx
         case .lighttpd: .lighttpd
         case .wsgidav: .wsgidav
+        case .rclone: .rclone
         case .localDirectory, .apache: nil
         }
     }
@@ -91,7 +93,7 @@ final class SyncWorld: @unchecked Sendable {
             store = LocalDirectoryStore(root: remoteDisk)
             webDAV = nil
             collection = nil
-        case .apache, .nginx, .lighttpd, .wsgidav:
+        case .apache, .nginx, .lighttpd, .wsgidav, .rclone:
             let root = WebDAVStore(endpoint: try remote.endpoint(remote.baseURL), connections: 1)
             do { _ = try await root.makeFolder(at: RemotePath([unique])) } catch {
                 await root.shutdown()  // a client dropped unshut stops the whole test process
@@ -155,15 +157,52 @@ final class SyncWorld: @unchecked Sendable {
     func write(_ relative: String, _ text: String) throws { try writeFile(local(relative), text) }
 
     /// Writes `text` straight to the remote's disk (as another client or the server's own
-    /// tools would), owned by the server's user.
+    /// tools would), owned by the server's user. On rclone, through the server (see
+    /// `throughRclone`).
     func writeOnServer(_ relative: String, _ text: String) throws {
+        guard remote != .rclone else {
+            let parts = relative.split(separator: "/").map(String.init)
+            for depth in parts.indices.dropLast() { try throughRclone("MKCOL", parts[...depth].joined(separator: "/"), existingIsFine: true) }
+            let body = scratch + "/put-\(UUID().uuidString.prefix(8))"
+            try writeFile(body, text)
+            defer { unlink(body) }
+            return try throughRclone("PUT", relative, body: body)
+        }
         try writeFile(onServer(relative), text)
         giveToServer(relative)
     }
 
     func makeServerFolder(_ relative: String) throws {
+        guard remote != .rclone else {
+            let parts = relative.split(separator: "/").map(String.init)
+            for depth in parts.indices { try throughRclone("MKCOL", parts[...depth].joined(separator: "/"), existingIsFine: true) }
+            return
+        }
         try FileManager.default.createDirectory(atPath: onServer(relative), withIntermediateDirectories: true)
         giveToServer(relative)
+    }
+
+    /// Deletes the file or folder on the remote's disk (on rclone, through the server).
+    func removeOnServer(_ relative: String) throws {
+        guard remote != .rclone else { return try throughRclone("DELETE", relative) }
+        try FileManager.default.removeItem(atPath: onServer(relative))
+    }
+
+    /// Another client's request to the private rclone, with curl. rclone serves its disk
+    /// through a listing cache (`--dir-cache-time 2s`, `packaging/rclone-dav.sh`): a change
+    /// made on the disk behind its back is seen by no client for up to 2 s, so the scenarios
+    /// change rclone's side through rclone, as other clients do.
+    private func throughRclone(_ method: String, _ relative: String, body: String? = nil, existingIsFine: Bool = false) throws {
+        let server = TestDAVServer.rclone
+        let encoded = relative.split(separator: "/").map { String($0).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? String($0) }
+        let url = remote.baseURL.absoluteString + (collection ?? "") + "/" + encoded.joined(separator: "/")
+        var arguments = ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-u", "\(server.user ?? ""):\(server.password ?? "")", "-X", method]
+        if let body { arguments += ["-T", body] }
+        let (status, output, errors) = try ChildProcess.collect("/usr/bin/curl", arguments + [url])
+        let code = Int(String(decoding: output, as: UTF8.self)) ?? 0
+        guard status == 0, (200..<300).contains(code) || (existingIsFine && code == 405) else {
+            throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "\(method) \(url) answered \(code): \(String(decoding: errors, as: UTF8.self))"])
+        }
     }
 
     /// Chowns what a root test made on Apache's disk (and the folders above it) to Apache's user.

@@ -76,6 +76,8 @@ public struct TestDAVServer: Sendable, Hashable {
     public static let nginx = TestDAVServer(name: "NGINX")
     public static let lighttpd = TestDAVServer(name: "LIGHTTPD")
     public static let wsgidav = TestDAVServer(name: "WSGIDAV")
+    /// rclone's (`TestRclone`), through the same variables.
+    public static let rclone = TestDAVServer(name: "RCLONE")
 
     func value(_ suffix: String) -> String? { TestApache.environment["TIDESYNC_TEST_\(name)_\(suffix)"] }
 
