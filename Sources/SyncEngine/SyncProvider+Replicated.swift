@@ -66,19 +66,10 @@ extension SyncProvider: ReplicatedProvider {
     public func fetchPartialContents(for id: ItemIdentifier, version: ItemVersion, minimalRange: ByteRange,
                                      alignment: Int64, into destination: URL,
                                      progress: TransferProgress?) async throws(ProviderError) -> PartialFetchResult {
-        guard alignment > 0, alignment & (alignment - 1) == 0 else {
-            throw ProviderError(.cannotSynchronize, "the alignment \(alignment) is not a power of two")
-        }
-        guard let record = try state.item(id), let content = version.content else {
-            throw ProviderError(.noSuchItem, "item \(id) has no remote version to fetch")
-        }
-        let range = minimalRange.aligned(to: alignment, fileSize: record.size)
-        let path = try requirePath(of: id)
-        do {
+        let range = try await fetchRange(of: id, version: version, minimalRange: minimalRange, alignment: alignment) {
+            path, range, content throws(ProviderError) in
             _ = try await store.download(path, range: range, version: content, to: destination, progress: progress)
-        } catch where error.code == .versionMismatch {
-            throw ProviderError(.versionNoLongerAvailable, "\(path) changed on the server; version \(content) is gone",
-                                underlying: error.message)
+            return range
         }
         return PartialFetchResult(contents: destination, range: range, version: version)
     }
@@ -89,6 +80,19 @@ extension SyncProvider: ReplicatedProvider {
     public func fetchPartialContents(for id: ItemIdentifier, version: ItemVersion, minimalRange: ByteRange,
                                      alignment: Int64, intoDescriptor descriptor: Int32,
                                      progress: TransferProgress?) async throws(ProviderError) -> ByteRange {
+        try await fetchRange(of: id, version: version, minimalRange: minimalRange, alignment: alignment) {
+            path, range, content throws(ProviderError) in
+            let written = try await store.download(path, range: range, version: content, intoDescriptor: descriptor, progress: progress)
+            return ByteRange(offset: range.offset, length: written)
+        }
+    }
+
+    /// Checks a partial fetch's request, widens it to `alignment`, and runs `download` on
+    /// the item's path with the range and the version's ETag; a version the store no longer
+    /// holds is `versionNoLongerAvailable` (strict versioning).
+    private func fetchRange(of id: ItemIdentifier, version: ItemVersion, minimalRange: ByteRange, alignment: Int64,
+                            _ download: (RemotePath, ByteRange, ETag) async throws(ProviderError) -> ByteRange)
+        async throws(ProviderError) -> ByteRange {
         guard alignment > 0, alignment & (alignment - 1) == 0 else {
             throw ProviderError(.cannotSynchronize, "the alignment \(alignment) is not a power of two")
         }
@@ -98,8 +102,7 @@ extension SyncProvider: ReplicatedProvider {
         let range = minimalRange.aligned(to: alignment, fileSize: record.size)
         let path = try requirePath(of: id)
         do {
-            let written = try await store.download(path, range: range, version: content, intoDescriptor: descriptor, progress: progress)
-            return ByteRange(offset: range.offset, length: written)
+            return try await download(path, range, content)
         } catch where error.code == .versionMismatch {
             throw ProviderError(.versionNoLongerAvailable, "\(path) changed on the server; version \(content) is gone",
                                 underlying: error.message)
