@@ -109,7 +109,7 @@ struct Workload {
     mutating func create(_ client: TwoClientPeer, in folder: String, name: String?) throws {
         let text = content(client)
         let file = (folder.isEmpty ? "" : folder + "/") + (name ?? "new-\(client.name)\(counter).txt")
-        let fd = open(client.local + "/" + file, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        let fd = open(client.local + "/" + file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return }  // the folder went away meanwhile
         defer { close(fd) }
         guard Self.write(fd, text) else { return }
@@ -123,7 +123,7 @@ struct Workload {
     /// descriptor: that version was seen, so it may go.
     mutating func edit(_ client: TwoClientPeer, _ file: String) throws {
         let path = client.local + "/" + file
-        let fd = open(path, O_RDWR)
+        let fd = open(path, O_RDWR | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
         let old = Self.read(fd)

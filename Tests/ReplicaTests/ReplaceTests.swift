@@ -28,7 +28,7 @@ import Glibc
         let download = folder.temporaryURL(beside: p("f.txt"))
         try Data("theirs".utf8).write(to: download)
         // Opened after any earlier check: only the check after the exchange can see it.
-        let writer = open(root + "/f.txt", O_WRONLY | O_APPEND)
+        let writer = open(root + "/f.txt", O_WRONLY | O_APPEND | O_CLOEXEC)
         defer { close(writer) }
         #expect(throws: ProviderError.self) {
             try folder.install(download, at: p("f.txt"), replacing: before, modificationDate: nil)
@@ -71,12 +71,15 @@ import Glibc
     /// for writing (before it wrote a byte, so size and mtime still match): the file stays,
     /// and what the program writes lands in it. Before, the check passed and the unlink took
     /// the name from under the writer (the two-client test's lost version, seed 1207).
+    /// The writer is close-on-exec: a child another test spawned meanwhile would otherwise
+    /// inherit it and hold the file open for writing after it is closed here (fresh-clone
+    /// run 5 of 6e4f1b6: the last delete was refused).
     @Test func aFileOpenedForWritingBeforeItsDeleteIsKept() throws {
         let (folder, root) = try folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
         try Data("mine".utf8).write(to: URL(fileURLWithPath: root + "/f.txt"))
         let before = try #require(folder.entry(at: p("f.txt"))).stat
-        var writer = open(root + "/f.txt", O_RDWR)
+        var writer = open(root + "/f.txt", O_RDWR | O_CLOEXEC)
         defer { if writer >= 0 { close(writer) } }
         #expect(throws: ProviderError.self) {
             try folder.delete(p("f.txt"), expected: before) { _ in true }
@@ -114,7 +117,7 @@ import Glibc
         let download = folder.temporaryURL(beside: p("A.app"))
         try FileManager.default.createDirectory(atPath: download.path + "/Contents", withIntermediateDirectories: true)
         try Data("v2".utf8).write(to: URL(fileURLWithPath: download.path + "/Contents/x"))
-        let writer = open(root + "/A.app/Contents/x", O_WRONLY | O_APPEND)
+        let writer = open(root + "/A.app/Contents/x", O_WRONLY | O_APPEND | O_CLOEXEC)
         defer { close(writer) }
         #expect(throws: ProviderError.self) { try folder.installBundle(download, at: p("A.app"), replacing: before) }
         #expect(folder.bundle(at: p("A.app"))?.stat == before)

@@ -434,7 +434,7 @@ struct BundleScenarioTests {
             try world.write("Movie.bundle/Info.txt", "info")
             try await eventually("the bundle uploaded") { world.serverText("Movie.bundle/Info.txt") == "info" }
             try await run.quiesce()
-            let fd = open(world.local("Movie.bundle/render.out"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            let fd = open(world.local("Movie.bundle/render.out"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             #expect(fd >= 0)
             let first = Array("frame 1\n".utf8)
             #expect(write(fd, first, first.count) == first.count)

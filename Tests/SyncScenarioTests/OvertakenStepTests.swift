@@ -48,7 +48,7 @@ struct OvertakenStepTests {
             try await Task.sleep(for: .milliseconds(30))
             #expect(world.serverText("a.txt") == nil, "the test's premise: the upload still waits")
             // The second write of that tick: same inode, same size, same modification time.
-            let fd = open(world.local("a.txt"), O_WRONLY)
+            let fd = open(world.local("a.txt"), O_WRONLY | O_CLOEXEC)
             #expect(pwrite(fd, "version 2", 9, 0) == 9)
             close(fd)
             #expect(utimensat(AT_FDCWD, world.local("a.txt"), ahead, 0) == 0)

@@ -156,7 +156,7 @@ struct WatcherScenarioTests {
     @Test("a file still open for writing is not uploaded half-written", arguments: Remote.available)
     func openWriter(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
-            let fd = open(world.local("export.csv"), O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            let fd = open(world.local("export.csv"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             #expect(fd >= 0)
             let first = Array("id,name\n1,half".utf8)
             #expect(write(fd, first, first.count) == first.count)
@@ -177,7 +177,7 @@ struct WatcherScenarioTests {
             try world.write("db.bin", String(repeating: "a", count: 8192))
             try await eventually("db.bin uploaded") { world.serverText("db.bin")?.hasPrefix("aaaa") == true }
             try await Task.sleep(for: .milliseconds(20))  // a later mtime
-            let fd = open(world.local("db.bin"), O_RDWR)
+            let fd = open(world.local("db.bin"), O_RDWR | O_CLOEXEC)
             let map = mmap(nil, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
             #expect(map != MAP_FAILED)
             let patch = Array("mapped".utf8)

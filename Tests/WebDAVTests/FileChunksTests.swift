@@ -27,7 +27,7 @@ struct FileChunksTests {
         let chunks = FileChunks(file: file, length: 1 << 20, chunkSize: 256 << 10, progress: nil, unchanged: try file.status())
         var iterator = chunks.makeAsyncIterator()
         #expect(try await iterator.next() != nil)
-        let writer = open(path, O_WRONLY)
+        let writer = open(path, O_WRONLY | O_CLOEXEC)
         #expect(pwrite(writer, "new", 3, 0) == 3)
         // A later mtime, set: a write within the same timestamp tick would keep size and
         // mtime, and nothing the body checks would have changed.
