@@ -195,7 +195,21 @@ extension SyncProvider {
             try await putBack(scratch.aside, to: path)
             throw ProviderError(.versionMismatch, "\(path) changed on the server while it was replaced; it is kept")
         }
-        try await removeIfPresent(scratch.aside)
+        try await removeAside(scratch.aside)
+    }
+
+    /// Deletes the old version set aside at `aside`. Gone from there when it was just listed,
+    /// it moved along with a folder another client moved meanwhile (two-client test, Apache
+    /// seed 1207: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it is looked for by its
+    /// name, which only this write used, and deleted where it is now.
+    func removeAside(_ aside: RemotePath) async throws(ProviderError) {
+        do {
+            try await store.delete(aside, version: nil)
+            return
+        } catch where error.code == .noSuchItem {}
+        for moved in try await store.descendants(of: .root) where moved.path.name == aside.name {
+            try await removeIfPresent(moved.path)
+        }
     }
 
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
