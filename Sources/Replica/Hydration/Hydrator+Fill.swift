@@ -14,16 +14,7 @@ extension Hydrator {
     /// Serves one read of a placeholder: shares or starts the fetches of what it lacks,
     /// waits for them within the timeout, and answers.
     func serve(_ event: PreContentGroup.Event, wanted: ByteRange, of identity: FileIdentity, for reader: HydrationEntry) async {
-        let tasks = registry.fetches(for: wanted, of: identity) { range in
-            // The fill may outlive this event (another reader may share it, or this one may
-            // time out): it writes through its own copy of the descriptor, never a number
-            // the kernel could give to another file meanwhile.
-            let file = dup(event.file)
-            return Task(executorPreference: HydrationExecutor.shared) {
-                defer { close(file) }
-                try await self.fill(range, of: identity, through: file)
-            }
-        }
+        let tasks = registry.fetches(for: wanted, of: identity) { startFill($0, of: identity, through: event.file) }
         let waiting = history.started(reader)
         let durable = event.events.contains(.openPermission) || reader.writing
         let outcome = await Deadline.run(within: timeout) {
@@ -39,6 +30,17 @@ extension Hydrator {
         case .timedOut:
             tasks.forEach { $0.cancel() }
             deny(event, wanted, of: identity, because: ProviderError(.serverUnreachable, "the fetch took longer than \(timeout)"))
+        }
+    }
+
+    /// A fill of `range` on the hydrator's threads. It may outlive the event or call that
+    /// started it (another reader may share it, or this one may time out): it writes through
+    /// its own copy of `file`, never a number the kernel could give to another file meanwhile.
+    func startFill(_ range: ByteRange, of identity: FileIdentity, through file: Int32) -> Task<Void, any Error> {
+        let copy = dup(file)
+        return Task(executorPreference: HydrationExecutor.shared) {
+            defer { close(copy) }
+            try await self.fill(range, of: identity, through: copy)
         }
     }
 
@@ -61,13 +63,7 @@ extension Hydrator {
         let end = min(placeholder.size, (wanted.end / window + 1 + Self.readAheadDepth) * window)
         while start < end {
             let piece = ByteRange(offset: start, length: min(end, (start / window + 1) * window) - start)
-            _ = registry.fetches(for: piece, of: identity) { range in
-                let copy = dup(file)
-                return Task(executorPreference: HydrationExecutor.shared) {
-                    defer { close(copy) }
-                    try await self.fill(range, of: identity, through: copy)
-                }
-            }
+            _ = registry.fetches(for: piece, of: identity) { startFill($0, of: identity, through: file) }
             start = piece.end
         }
     }
@@ -83,13 +79,7 @@ extension Hydrator {
         let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         guard let placeholder = registry.placeholder(identity) else { return .materialized }
         let wanted = range.aligned(to: alignment, fileSize: placeholder.size)
-        let tasks = registry.fetches(for: wanted, of: identity) { range in
-            let copy = dup(file)
-            return Task(executorPreference: HydrationExecutor.shared) {
-                defer { close(copy) }
-                try await self.fill(range, of: identity, through: copy)
-            }
-        }
+        let tasks = registry.fetches(for: wanted, of: identity) { startFill($0, of: identity, through: file) }
         for task in tasks {
             do { try await task.value } catch {
                 throw error as? ProviderError ?? ProviderError(.cannotSynchronize, "cannot hydrate \(placeholder.path): \(error)")
