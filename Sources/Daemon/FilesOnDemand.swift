@@ -64,7 +64,7 @@ struct FilesOnDemand: Sendable {
             (port, fanotify, downloadsPlaceholders) = (off, nil, true)
             sentence = "files on demand: off, every file is downloaded whole (mode \(settings.mode.rawValue) asked for "
                 + "placeholders, but \(error.description))"
-            logger.warning("\(sentence!)")
+            logger.notice("\(sentence!)")  // the usual case of a user's own daemon, not a fault
             if inherited != nil { self.stored?.remove(domain: domain) }
         }
     }

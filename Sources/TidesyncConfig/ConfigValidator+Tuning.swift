@@ -145,16 +145,15 @@ extension ConfigValidator {
         return alignment
     }
 
-    /// Notes for settings that are validated but whose feature is not built yet.
+    /// Notes for settings that may not take effect where the daemon runs: a `mode` written
+    /// out that asks for placeholders (the default `auto` says nothing: it falls back to
+    /// whole files, and `status` says why).
     mutating func noteSettingsNotInEffect(_ table: TOMLTable, domain: DomainConfiguration, in scope: KeyScope) {
-        let placeholdersPath = scope.path("placeholders")
-        let mode = domain.placeholders.mode
-        if mode != .off {
-            note(
-                "\(scope.label): placeholders need the daemon to run as root on Linux 6.14 or later (files are downloaded "
-                    + "in full otherwise)",
-                at: sourceMap.value(placeholdersPath + ["mode"])
-            )
-        }
+        guard domain.placeholders.mode != .off, table["placeholders"]?.table?["mode"] != nil else { return }
+        note(
+            "\(scope.label): placeholders need the daemon to run as root on Linux 6.14 or later (files are downloaded "
+                + "in full otherwise)",
+            at: sourceMap.value(scope.path("placeholders") + ["mode"])
+        )
     }
 }

@@ -142,7 +142,8 @@ extension DomainConfiguration {
 
 /// The `[domain.placeholders]` table.
 public struct PlaceholderSettings: Sendable, Equatable {
-    /// Which files may stay dataless (default `.off`).
+    /// Which files may stay dataless (default `.auto`: where fanotify pre-content
+    /// events are unavailable every file comes down whole, and `status` says why).
     public var mode: PlaceholderMode
     /// With `.auto`, files smaller than this are always downloaded (default 16 MiB).
     public var minimumSize: ByteCount
@@ -176,7 +177,7 @@ public struct PlaceholderSettings: Sendable, Equatable {
 
     /// Creates placeholder settings; the defaults are those of the file format.
     public init(
-        mode: PlaceholderMode = .off, minimumSize: ByteCount = ByteCount(16 << 20),
+        mode: PlaceholderMode = .auto, minimumSize: ByteCount = ByteCount(16 << 20),
         alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = [],
         hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms,
         denyHydration: [String] = PlaceholderSettings.indexers

@@ -46,8 +46,10 @@ final class DaemonFixture {
     /// Every pass, even a poll that finds nothing, shows as `syncing` (exit 1) while it runs:
     /// a test that samples status after `waitUntilIdle` and needs no remote walk asks for
     /// `poll: "1h"`, so no pass can start between the wait and its sample.
+    /// `placeholders` is the body of the domain's `[domain.placeholders]` table (none: the
+    /// defaults, files on demand `auto`).
     func configure(url: String? = nil, disk: String? = nil, password: String? = nil, extra: String = "",
-                   topLevel: String = "", poll: String = "1s") throws {
+                   topLevel: String = "", poll: String = "1s", placeholders: String? = nil) throws {
         var domain = "[[domain]]\nname = \"st\"\nlocal = \"~/Cloud\"\npoll_interval = \"\(poll)\"\n" + extra
         if let url, let disk {
             remoteDisk = disk
@@ -58,6 +60,7 @@ final class DaemonFixture {
             try FileManager.default.createDirectory(atPath: remoteDisk, withIntermediateDirectories: true)
             domain += "remote = \"file://\(remoteDisk)\"\n"
         }
+        if let placeholders { domain += "\n[domain.placeholders]\n" + placeholders + "\n" }
         try write(config: "socket = \"\(socket)\"\n" + topLevel + domain)
     }
 

@@ -292,7 +292,7 @@ struct FileCommandsRefusalTests {
     @Test("every file command says the daemon is not running (exit 3) or files on demand is off (exit 4)")
     func refusedWithoutFilesOnDemand() async throws {
         let fixture = try DaemonFixture()
-        try fixture.configure(poll: "1h")
+        try fixture.configure(poll: "1h", placeholders: "mode = \"off\"")
         try Data("hello".utf8).write(to: URL(fileURLWithPath: fixture.local + "/a.txt"))
         let commands = [["file-status"], ["file-status", "--json"], ["pin"], ["unpin"], ["evict"], ["hydrate"], ["hydrate", "--range", "0:1"]]
         for command in commands {

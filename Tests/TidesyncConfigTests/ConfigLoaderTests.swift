@@ -121,6 +121,14 @@ struct ConfigLoaderTests {
         ])
     }
 
+    @Test("the default mode (auto) needs no note: it falls back to whole files by itself")
+    func noNoteForTheDefaultMode() throws {
+        let fixture = try ConfigFixture()
+        let outcome = try fixture.check(domainTable("max_delete = 10"))
+        #expect(outcome.exitCode == 0)
+        #expect(outcome.standardOutput == ["\(fixture.path()): OK, 1 domain"])
+    }
+
     @Test("defaults come from the XDG environment")
     func xdgDefaults() throws {
         let fixture = try ConfigFixture()
