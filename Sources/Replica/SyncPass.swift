@@ -81,10 +81,10 @@ public struct SyncPass: Sendable {
         try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
-        let base = try provider.items()
+        let base = RecordTree(try provider.items())
         let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
-        var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.first { $0.id == .root }, recorded: recorded)
+        var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.root, recorded: recorded)
         let parts = resumableParts(observed.temporaries, scope: scope)
         lap("local scan")
         let walked = try await remoteSide(scope, base: base, recorded: recorded, observed: &observed)
@@ -138,12 +138,12 @@ public struct SyncPass: Sendable {
     /// The remote as this pass takes it, with the folders the walk could not list: walked
     /// since the anchor, or as recorded for a pass that does not walk. A watched pass that
     /// walks also looks at the paths that changed on the server, whatever the watcher said.
-    func remoteSide(_ scope: PassScope, base: [ItemRecord], recorded: [RemotePath: ItemRecord],
+    func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord],
                     observed: inout Observed) async throws(ProviderError)
         -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?) {
         guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil) }
         let provider = runner.provider
-        let batch = try await provider.changes(since: try provider.syncAnchor(), base: base)
+        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base)
         if case .watched = scope {
             let deleted = Set(batch.deleted)
             let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
@@ -156,15 +156,15 @@ public struct SyncPass: Sendable {
     /// (a new pattern never reads as deletions) and those the bundle rule now reads as
     /// another kind (a folder that became a bundle, or back: both sides then hold it as
     /// new, and agree by comparing).
-    func plan(base: [ItemRecord], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
+    func plan(base: RecordTree, local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
               recorded: [RemotePath: ItemRecord]) -> [SyncAction] {
         let excludedRecords = recorded.filter { path, record in
             !path.isRoot && (scanner.exclude.excludes(path) || (record.kind == .folder && isBundle(path))
                 || (record.kind == .bundle && !isBundle(path)))
         }
         let covered = Set(excludedRecords.map(\.value.id))
-        let kept = covered.isEmpty ? base : base.filter { !covered.contains($0.id) }
-        let plan = Reconciler.plan(base: kept, local: local, remote: remote, now: runner.provider.clock.now(), host: host)
+        let kept = covered.isEmpty ? base : RecordTree(base.base.filter { !covered.contains($0.id) })
+        let plan = Reconciler.plan(tree: kept, local: local, remote: remote, now: runner.provider.clock.now(), host: host)
         return excludedRecords.values.filter { !covered.contains($0.parentID ?? .root) }.map { SyncAction.forget($0.id) } + plan
     }
 

@@ -33,7 +33,14 @@ public enum Reconciler {
     public static func plan(base: [ItemRecord], local: [RemotePath: LocalObservation],
                             remote: [RemotePath: RemoteEntry], now: Date, host: String,
                             timeZone: TimeZone = .current) -> [SyncAction] {
-        var planner = Planner(base: base, local: local, remote: remote, now: now, host: host, timeZone: timeZone)
+        plan(tree: RecordTree(base), local: local, remote: remote, now: now, host: host, timeZone: timeZone)
+    }
+
+    /// ``plan(base:local:remote:now:host:timeZone:)`` over rows already made a tree.
+    public static func plan(tree: RecordTree, local: [RemotePath: LocalObservation],
+                            remote: [RemotePath: RemoteEntry], now: Date, host: String,
+                            timeZone: TimeZone = .current) -> [SyncAction] {
+        var planner = Planner(tree: tree.tree, local: local, remote: remote, now: now, host: host, timeZone: timeZone)
         return planner.run()
     }
 }
@@ -42,7 +49,12 @@ extension Reconciler {
     /// Every record of `base` by the path its parent chain gives (rows whose chain does not
     /// reach the root are left out, as the planner leaves them out).
     public static func paths(of base: [ItemRecord]) -> [RemotePath: ItemRecord] {
-        let tree = BaseTree(base)
+        paths(of: RecordTree(base))
+    }
+
+    /// ``paths(of:)`` of rows already made a tree.
+    public static func paths(of records: RecordTree) -> [RemotePath: ItemRecord] {
+        let tree = records.tree
         var result: [RemotePath: ItemRecord] = [:]
         result.reserveCapacity(tree.records.count)
         for index in tree.indices { result[tree.paths[index]] = tree[index] }

@@ -25,9 +25,8 @@ struct Planner {
     /// the first one is needed.
     var names: [RemotePath: Set<String>]?
 
-    init(base: [ItemRecord], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
+    init(tree: BaseTree, local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
          now: Date, host: String, timeZone: TimeZone) {
-        let tree = BaseTree(base)
         let local = local.filter { !$0.key.isRoot }
         let remote = remote.filter { !$0.key.isRoot }
         let localPlacement = Placement(tree: tree, located: Placement.locatedLocally(tree, local)) { record, path in

@@ -1,6 +1,22 @@
 /// The base (the state DB's rows) as a tree with paths derived from parent chains.
 /// Records are addressed by index, parents before children (sorted by path), so the
 /// planner's per-item tables are arrays rather than dictionaries.
+/// The state DB's rows as a tree, built once per pass and shared by the remote walk's
+/// comparison and the plan: each row with its path at the last sync, in path order.
+public struct RecordTree: Sendable {
+    /// The rows as read (the root's included).
+    public let base: [ItemRecord]
+    let tree: BaseTree
+
+    public init(_ base: [ItemRecord]) {
+        self.base = base
+        tree = BaseTree(base)
+    }
+
+    /// The root folder's row, when there is one.
+    public var root: ItemRecord? { base.first { $0.id == .root } }
+}
+
 struct BaseTree {
     private(set) var records: [ItemRecord] = []
     /// Each record's path at the last sync.
@@ -11,37 +27,36 @@ struct BaseTree {
     var indices: Range<Int> { records.indices }
 
     /// Rows whose parent chain does not reach the root (or loops) are left out: the
-    /// items they described show up as new on whichever side still has them.
+    /// items they described show up as new on whichever side still has them. Built by
+    /// walking down from the root with each folder's children in name order (UTF-8 bytes),
+    /// which is `RemotePath.precedes` order without sorting whole paths (a folder holds
+    /// each name once, as the schema's UNIQUE (parent_id, name) keeps it).
     init(_ base: [ItemRecord]) {
-        var byID: [ItemIdentifier: ItemRecord] = [:]
-        for record in base where record.id != .root && record.parentID != nil { byID[record.id] = record }
-        var resolved: [ItemIdentifier: RemotePath] = [:]
-        for id in byID.keys { Self.resolvePath(id, byID, &resolved) }
-        let sorted = resolved.map { ($0.value, $0.key) }.sorted { RemotePath.precedes($0.0, $1.0) }
-        var indexByID: [ItemIdentifier: Int] = [:]
-        for (index, (path, id)) in sorted.enumerated() {
-            records.append(byID[id]!)
+        var byID: [ItemIdentifier: Int] = [:]
+        byID.reserveCapacity(base.count)
+        for (index, record) in base.enumerated() where record.id != .root && record.parentID != nil { byID[record.id] = index }
+        var children: [ItemIdentifier: [Int]] = [:]
+        for index in byID.values { children[base[index].parentID!, default: []].append(index) }
+        records.reserveCapacity(byID.count)
+        paths.reserveCapacity(byID.count)
+        parents.reserveCapacity(byID.count)
+        // Depth first, each folder's children pushed in reverse name order so they come off
+        // in name order; a folder's own index is the parent of what is pushed below it.
+        var stack: [(row: Int, parent: Int?, parentPath: RemotePath)] = []
+        func push(_ id: ItemIdentifier, parent: Int?, path: RemotePath) {
+            guard let rows = children.removeValue(forKey: id) else { return }
+            let sorted = rows.sorted { base[$0].name.utf8.lexicographicallyPrecedes(base[$1].name.utf8) }
+            for row in sorted.reversed() { stack.append((row, parent, path)) }
+        }
+        push(.root, parent: nil, path: .root)
+        while let (row, parent, parentPath) = stack.popLast() {
+            let record = base[row]
+            guard let path = try? parentPath.appending(record.name) else { continue }
+            let index = records.count
+            records.append(record)
             paths.append(path)
-            indexByID[id] = index
-        }
-        parents = records.map { $0.parentID.flatMap { indexByID[$0] } }
-    }
-
-    private static func resolvePath(_ start: ItemIdentifier, _ byID: [ItemIdentifier: ItemRecord],
-                                    _ resolved: inout [ItemIdentifier: RemotePath]) {
-        var chain: [ItemIdentifier] = []
-        var cursor = start
-        while resolved[cursor] == nil {
-            guard let record = byID[cursor], !chain.contains(cursor) else { return }
-            chain.append(cursor)
-            guard let parent = record.parentID, parent != .root else { break }
-            cursor = parent
-        }
-        var top = resolved[cursor] ?? .root
-        for id in chain.reversed() {
-            guard let path = try? top.appending(byID[id]!.name) else { return }
-            resolved[id] = path
-            top = path
+            parents.append(parent)
+            push(record.id, parent: index, path: path)
         }
     }
 

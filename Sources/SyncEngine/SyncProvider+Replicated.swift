@@ -110,12 +110,12 @@ extension SyncProvider: ReplicatedProvider {
     }
 
     public func changes(since anchor: SyncAnchor?) async throws(ProviderError) -> ChangeBatch {
-        try await changes(since: anchor, base: try state.allItems())
+        try await changes(since: anchor, tree: RecordTree(try state.allItems()))
     }
 
-    /// `changes(since:)` against `base`, the state DB's rows the caller already read (a pass
-    /// reads them once for this and for its plan).
-    public func changes(since anchor: SyncAnchor?, base: [ItemRecord]) async throws(ProviderError) -> ChangeBatch {
+    /// `changes(since:)` against `records`, the state DB's rows the caller already read and
+    /// made a tree (a pass does that once for this and for its plan).
+    public func changes(since anchor: SyncAnchor?, tree records: RecordTree) async throws(ProviderError) -> ChangeBatch {
         let walk = try await store.listing(below: .root)
         // A folder inside a bundle that could not be listed leaves the whole bundle unknown.
         let unlisted = Dictionary(walk.unlisted.map { (bundles.enclosingBundle(of: $0.key) ?? $0.key, $0.value) },
@@ -126,7 +126,7 @@ extension SyncProvider: ReplicatedProvider {
         var snapshot: [RemotePath: RemoteEntry] = [:]
         snapshot.reserveCapacity(entries.count)
         for entry in entries { snapshot[entry.path] = entry }
-        let tree = BaseTree(base)
+        let tree = records.tree
         var updated: [RemoteEntry] = []
         var deleted: [ItemIdentifier] = []
         var recorded: Set<RemotePath> = []

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A path below a store's root, as a list of names. The empty path is the root.
 ///
 /// Names are kept exactly as the server or disk gave them: no Unicode
@@ -68,18 +72,27 @@ public struct RemotePath: Hashable, Sendable, Codable, CustomStringConvertible, 
     // as equal; file systems and servers do not, so paths compare and hash by bytes.
     public static func == (lhs: RemotePath, rhs: RemotePath) -> Bool {
         lhs.components.count == rhs.components.count
-            && zip(lhs.components, rhs.components).allSatisfy { $0.utf8.elementsEqual($1.utf8) }
+            && zip(lhs.components, rhs.components).allSatisfy { RemotePath.sameBytes($0, $1) }
+    }
+
+    /// True when `a` and `b` hold the same UTF-8 bytes (a memcmp for native strings).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 } }
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(components.count)
-        for name in components {
-            hasher.combine(name.utf8.count)
-            for byte in name.utf8 { hasher.combine(byte) }
+        for var name in components {
+            name.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+            }
         }
     }
 
     public static func < (lhs: RemotePath, rhs: RemotePath) -> Bool {
-        lhs.components.lexicographicallyPrecedes(rhs.components) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        lhs.components.lexicographicallyPrecedes(rhs.components) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 }
