@@ -91,22 +91,37 @@ struct Placement {
     init(tree: BaseTree, located: [Int: RemotePath], isPresent: (ItemRecord, RemotePath) -> Bool) {
         var rejected: Set<Int> = []
         var natural = [RemotePath](repeating: .root, count: tree.records.count)
-        var now = natural, present: [Bool] = []
+        var now = natural, present: [Bool] = [], away = [Bool](repeating: false, count: tree.records.count)
         while true {
+            // A record whose parent is at its recorded place has its recorded path as its
+            // natural place: that path is shared, not built again.
+            var atRecorded = [Bool](repeating: true, count: tree.records.count)
             for index in tree.indices {
-                natural[index] = (tree.parents[index].map { now[$0] } ?? .root).child(tree[index].name)
-                now[index] = (rejected.contains(index) ? nil : located[index]) ?? natural[index]
+                let parent = tree.parents[index]
+                let parentAtRecorded = parent.map { atRecorded[$0] } ?? true
+                natural[index] = parentAtRecorded ? tree.paths[index] : now[parent!].child(tree[index].name)
+                if !rejected.contains(index), let place = located[index] {
+                    now[index] = place
+                    atRecorded[index] = place == tree.paths[index]
+                    away[index] = parentAtRecorded ? !atRecorded[index] : place != natural[index]
+                } else {
+                    now[index] = natural[index]
+                    atRecorded[index] = parentAtRecorded
+                    away[index] = false
+                }
             }
             let found = tree.indices.map { located[$0] != nil && !rejected.contains($0) }
             present = tree.indices.map { found[$0] || isPresent(tree[$0], now[$0]) }
+            let elsewhere = tree.indices.filter { found[$0] && away[$0] }
+            if elsewhere.isEmpty { break }
             let holders = Set(tree.indices.filter { !found[$0] && present[$0] }.map { now[$0] })
-            let displaced = tree.indices.filter { found[$0] && now[$0] != natural[$0] && holders.contains(now[$0]) }
+            let displaced = elsewhere.filter { holders.contains(now[$0]) }
             if displaced.isEmpty { break }
             rejected.formUnion(displaced)
         }
         self.now = now
         self.present = present
-        moved = tree.indices.map { present[$0] && now[$0] != natural[$0] }
+        moved = tree.indices.map { present[$0] && away[$0] }
     }
 
     /// Records whose inode is at exactly one local path holding the same item: the same
