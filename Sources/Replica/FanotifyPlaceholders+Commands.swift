@@ -127,9 +127,10 @@ extension FanotifyPlaceholders {
     /// are on disk. Returns what the file holds then.
     public func fill(_ path: RemotePath, range: ByteRange, chunk: Int64,
                      progress: @Sendable (Int64) -> Void) async throws(ProviderError) -> Materialization {
-        let absolute = folder.absolute(path)
-        let fd = open(absolute, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw LocalFolder.error(errno, "cannot open \(absolute)") }
+        guard let fd = try openPlaceholderForWriting(path) else {
+            progress(range.length)
+            return .materialized
+        }
         defer { close(fd) }
         guard let (identity, known) = knownPlaceholder(fd) else {
             progress(range.length)

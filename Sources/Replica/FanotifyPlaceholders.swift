@@ -96,9 +96,8 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     }
 
     public func hydrate(_ path: RemotePath, range: ByteRange, bytes: RemoteBytes) async throws(ProviderError) -> Materialization {
-        let fd = try openFile(path)
+        guard let fd = try openPlaceholderForWriting(path) else { return .materialized }
         defer { close(fd) }
-        _ = knownPlaceholder(fd)  // forgets a stale entry: another file is never written into
         return try await hydrator.hydrate(range, of: fd)
     }
 
@@ -106,18 +105,22 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     /// unfilled by the event loop, so it fills first). A file no hydrator knows that is
     /// tagged as a placeholder with holes is refused: its holes would be read as zeros.
     public func materialize(_ path: RemotePath, bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
-        let fd = try openFile(path)
-        defer { close(fd) }
-        if knownPlaceholder(fd) == nil, folder.holdsUnfetchedBytes(path) {
-            throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) is a placeholder changed while tidesync was not "
-                                + "running, and its missing bytes cannot be told from the changed ones; it is not read")
+        guard let fd = try openPlaceholderForWriting(path) else {
+            let fd = try openFile(path, writable: false)
+            defer { close(fd) }
+            if folder.holdsUnfetchedBytes(path) {
+                throw ProviderError(.cannotSynchronize, "\(folder.absolute(path)) is a placeholder changed while tidesync was not "
+                                    + "running, and its missing bytes cannot be told from the changed ones; it is not read")
+            }
+            return PlacedFile(stat: Hydrator.localStat(of: fd), state: .materialized, version: nil)
         }
+        defer { close(fd) }
         let state = try await hydrator.hydrate(ByteRange(offset: 0, length: Hydrator.localStat(of: fd).size), of: fd)
         return PlacedFile(stat: Hydrator.localStat(of: fd), state: state, version: nil)
     }
 
     public func state(of path: RemotePath) throws(ProviderError) -> Materialization {
-        let fd = try openFile(path)
+        let fd = try openFile(path, writable: false)
         defer { close(fd) }
         return knownPlaceholder(fd)?.placeholder.state ?? .materialized
     }
@@ -169,9 +172,26 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         return true
     }
 
-    private func openFile(_ path: RemotePath) throws(ProviderError) -> Int32 {
-        let fd = open(folder.absolute(path), O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+    /// A file is opened for writing only when it is a placeholder this hydrator fills: an
+    /// open for writing of any other file would tell the watcher it changed (its close is an
+    /// IN_CLOSE_WRITE, and each upload would bring another pass) and fails on a running
+    /// program (ETXTBSY).
+    private func openFile(_ path: RemotePath, writable: Bool) throws(ProviderError) -> Int32 {
+        let fd = open(folder.absolute(path), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { throw LocalFolder.error(errno, "cannot open \(folder.absolute(path))") }
+        return fd
+    }
+
+    /// `path` opened for writing when it is a known placeholder (checked on a read-only
+    /// descriptor first, and again on the writable one, so a file that replaced it in
+    /// between is never written into); nil for any other file.
+    func openPlaceholderForWriting(_ path: RemotePath) throws(ProviderError) -> Int32? {
+        let probe = try openFile(path, writable: false)
+        let known = knownPlaceholder(probe) != nil
+        close(probe)
+        guard known else { return nil }
+        let fd = try openFile(path, writable: true)
+        _ = knownPlaceholder(fd)  // forgets a stale entry: another file is never written into
         return fd
     }
 }

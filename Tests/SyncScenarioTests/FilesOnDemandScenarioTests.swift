@@ -195,4 +195,27 @@ struct FilesOnDemandScenarioTests {
             #expect(try await onDemand.pass.run().steps == 0)
         }
     }
+
+    @Test("an upload and a look at an ordinary file never open it for writing, so the watcher sees no change",
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"))
+    func ordinaryFilesAreNotOpenedForWriting() async throws {
+        try await withWorld(.localDirectory) { world in
+            let onDemand = try OnDemand(world)
+            defer { onDemand.port.stop() }
+            try writeFile(world.local("doc.txt"), "mine")
+            // IN_NONBLOCK | IN_CLOEXEC; IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE: what the watcher takes as a change.
+            let watch = inotify_init1(O_NONBLOCK | O_CLOEXEC)
+            try #require(watch >= 0)
+            defer { close(watch) }
+            try #require(inotify_add_watch(watch, world.localRoot, 0x2 | 0x4 | 0x8) >= 0)
+            try await RemoteSafetyScenarioTests.run(onDemand.pass)
+            #expect(readFile(world.onServer("doc.txt")) == "mine")
+            #expect(try onDemand.port.state(of: RemotePath(["doc.txt"])) == .materialized)
+            // Events are queued when the file is closed, so every one is here by now.
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = Glibc.read(watch, &buffer, buffer.count)
+            let names = count > 16 ? String(decoding: buffer[16..<count].filter { $0 >= 0x20 }, as: UTF8.self) : ""
+            #expect(count < 0 && errno == EAGAIN, "tidesync's own opens read as changes: \(count) bytes of events (\(names))")
+        }
+    }
 }
