@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Logging
 import SyncEngine
+import SystemCalls
 
 /// What the domain loop reports as it works, and the user's controls it obeys (the
 /// daemon's status monitor implements it).
@@ -180,6 +181,10 @@ public final class LiveSync: Sendable {
         }
         counters.withLock { $0.busy = true }
         observer?.passStarted()
+        // A pass over a large domain allocates its whole view (hundreds of MiB at 100 000
+        // items) and frees it at the end; glibc keeps freed pages in its per-thread arenas,
+        // so without a trim an idle daemon holds what its largest pass needed.
+        defer { MemoryTrim.releaseFreedMemory() }
         do throws(ProviderError) {
             let result = try await pass.run(scope)
             result.log(to: logger)
