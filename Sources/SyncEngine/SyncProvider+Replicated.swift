@@ -168,9 +168,16 @@ extension SyncProvider: ReplicatedProvider {
         }
         updated += entries.filter { !recorded.contains($0.path) }
         // Without server-side change tracking (Apache has no sync-collection) the state DB is
-        // what the anchor stands for: a batch is always relative to what was recorded.
-        let next = SyncAnchor("walk:\(Int64(clock.now().timeIntervalSince1970 * 1000)):\(entries.count)")
-        try state.apply([.setSyncAnchor(next)])
+        // what the anchor stands for: a batch is always relative to what was recorded. A walk
+        // that finds nothing changed keeps the anchor it had and writes nothing, so an idle
+        // poll costs the state DB no commit.
+        let next: SyncAnchor
+        if let anchor, updated.isEmpty, deleted.isEmpty, unlisted.isEmpty {
+            next = anchor
+        } else {
+            next = SyncAnchor("walk:\(Int64(clock.now().timeIntervalSince1970 * 1000)):\(entries.count)")
+            try state.apply([.setSyncAnchor(next)])
+        }
         var batch = ChangeBatch(snapshot: snapshot, updated: updated, deleted: deleted, anchor: next)
         batch.unlisted = unlisted
         return batch
