@@ -22,6 +22,9 @@ public struct PassResult: Sendable {
     public var held: DeletionHold?
     /// Set when this pass found the domain pointed at another remote and merged both trees.
     public var remoteChange: RemoteChange?
+    /// False when nothing was planned because nothing could have changed: a watched pass
+    /// with no settled path whose remote walk found nothing new (an idle poll).
+    public var planned = true
 
     /// Logs what the pass passed over and, when it had steps, what it did.
     public func log(to logger: Logger) {
@@ -84,7 +87,8 @@ public struct SyncPass: Sendable {
         let base = RecordTree(try provider.items())
         let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
-        var observed = try observe(Self.widened(scope, by: unreadableBefore), root: base.root, recorded: recorded)
+        let widened = Self.widened(scope, by: unreadableBefore)
+        var observed = try observe(widened, root: base.root, recorded: recorded)
         let parts = resumableParts(observed.temporaries, scope: scope)
         lap("local scan")
         let walked = try await remoteSide(scope, base: base, recorded: recorded, observed: &observed)
@@ -96,15 +100,16 @@ public struct SyncPass: Sendable {
         let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
         Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
-        let plan = plan(base: base, local: observed.local, remote: remote, recorded: recorded)
-        lap("plan")
+        let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
+        let plan = quiet ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
+        lap(quiet ? "plan (nothing changed: skipped)" : "plan")
         runner.sweepParts(parts, plan: plan, remote: remote)
         if scope.isFull && scope.walksRemote { try runner.settle(failures, plan: plan) }
         guard !plan.isEmpty else {
             _ = release.admits(nil)
             record(held: nil)
             return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
-                              unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange)
+                              unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange, planned: !quiet)
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
@@ -140,8 +145,8 @@ public struct SyncPass: Sendable {
     /// walks also looks at the paths that changed on the server, whatever the watcher said.
     func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord],
                     observed: inout Observed) async throws(ProviderError)
-        -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?) {
-        guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil) }
+        -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?, quiet: Bool) {
+        guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil, true) }
         let provider = runner.provider
         let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base)
         if case .watched = scope {
@@ -149,7 +154,22 @@ public struct SyncPass: Sendable {
             let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
             overlay(touched, on: &observed, recorded: recorded)
         }
-        return (batch.snapshot, batch.unlisted)
+        // Quiet: nothing the plan would look at changed (excluded names never reach it).
+        let quiet = batch.deleted.isEmpty && batch.unlisted.isEmpty && batch.updated.allSatisfy { scanner.exclude.excludes($0.path) }
+        return (batch.snapshot, batch.unlisted, quiet)
+    }
+
+    /// True for a watched pass in which the watcher settled no path: its local side is the
+    /// state DB's rows as they are.
+    static func touchesNothing(_ scope: PassScope) -> Bool {
+        guard case .watched(let changes, _) = scope else { return false }
+        return !changes.fullScan && changes.paths.isEmpty && changes.overdue.isEmpty
+    }
+
+    /// True when every file and bundle recorded has a known remote version: a row without
+    /// one (a write whose result was not seen) is looked at by the planner, not passed over.
+    static func versionsKnown(_ tree: RecordTree) -> Bool {
+        tree.base.allSatisfy { $0.kind == .folder || $0.id == .root || $0.remoteETag != nil }
     }
 
     /// The reconciler's plan, after forgetting the records an exclude pattern now covers

@@ -1,4 +1,5 @@
 import Foundation
+import Replica
 import Synchronization
 import SyncEngine
 import Testing
@@ -31,6 +32,31 @@ struct QuietWalkTests {
             let changed = try await provider.changes(since: anchor)
             #expect(changed.updated.map(\.path.description) == ["a.txt"])
             #expect(try world.database.syncAnchor() != anchor)
+        }
+    }
+
+    @Test("an idle poll plans nothing; a change on the server, a settled path or a row without a version is planned",
+          arguments: Remote.available)
+    func idlePollSkipsThePlan(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.writeOnServer("a.txt", "a")
+            try writeFile(world.local("b.txt"), "b")
+            let provider = SyncProvider(store: world.store, state: world.database)
+            let pass = RemoteMoveJournalTests.pass(world, provider: provider)
+            _ = try await RemoteSafetyScenarioTests.run(pass)
+            let poll = PassScope.watched(SettledChanges(), remote: true)
+            #expect(try await pass.run(poll).planned == false, "an idle poll planned")
+            try world.writeOnServer("a.txt", "a, changed")
+            let changed = try await pass.run(poll)
+            #expect(changed.planned && changed.steps == 1)
+            #expect(readFile(world.local("a.txt")) == "a, changed")
+            #expect(try await pass.run(poll).planned == false)
+            let settled = SettledChanges(paths: [try RemotePath(["b.txt"]): false])
+            #expect(try await pass.run(.watched(settled, remote: true)).planned, "a settled path was passed over")
+            var row = try #require(try world.database.allItems().first { $0.name == "b.txt" })
+            row.remoteETag = nil
+            try world.database.apply([.upsert(row)])
+            #expect(try await pass.run(poll).planned, "a row without a remote version was passed over")
         }
     }
 }
