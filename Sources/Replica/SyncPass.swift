@@ -166,7 +166,7 @@ public struct SyncPass: Sendable {
         return !changes.fullScan && changes.paths.isEmpty && changes.overdue.isEmpty
     }
 
-    /// True when every file and bundle recorded has a known remote version: a row without
+    /// True when every item recorded but a folder has a known remote version: a row without
     /// one (a write whose result was not seen) is looked at by the planner, not passed over.
     static func versionsKnown(_ tree: RecordTree) -> Bool {
         tree.base.allSatisfy { $0.kind == .folder || $0.id == .root || $0.remoteETag != nil }
