@@ -62,7 +62,13 @@ extension Workload {
         guard mkdir(root, 0o755) == 0, mkdir(root + "/Data", 0o755) == 0 else { return }
         let tag = bundleTag(client)
         for (index, member) in Self.bundleMembers.enumerated() {
-            try Data(memberText(tag, index).utf8).write(to: URL(fileURLWithPath: root + "/" + member))
+            do {
+                try Data(memberText(tag, index).utf8).write(to: URL(fileURLWithPath: root + "/" + member))
+            } catch where access(root, F_OK) != 0 {  // the folder is gone from here, not the disk full
+                abandonedBundles.insert(tag)
+                note("\(client.name) could not finish the bundle \(relative) (\(tag)): its folder was moved away")
+                return
+            }
         }
         liveBundles.insert(tag)
         note("\(client.name) created the bundle \(relative) (\(tag))")

@@ -27,6 +27,10 @@ struct Workload {
     var liveBundles: Set<String> = []
     /// Bundle versions a client rewrote after reading them.
     var overwrittenBundles: Set<String> = []
+    /// Bundles whose creation was cut short: the daemon moved their folder away (the other
+    /// client moved it) between the bundle's mkdir and its last member. What was written
+    /// syncs as it is, an incomplete document, as it would for any program.
+    var abandonedBundles: Set<String> = []
 
     init(seed: UInt64, uniqueSizes: Bool = false) {
         self.seed = seed
