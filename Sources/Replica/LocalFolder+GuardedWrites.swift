@@ -201,7 +201,7 @@ extension LocalFolder {
         guard let now = entry(at: path), now.kind == kind else {
             throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
         }
-        let same = kind == .file || kind == .bundle ? now.stat == expected : now.stat.inode == expected.inode
+        let same = kind == .file || kind == .bundle ? now.stat == expected : now.stat.sameInode(as: expected)
         guard same else {
             throw ProviderError(.versionMismatch, "\(absolute(path)) changed since it was looked at; it is kept and looked at again")
         }

@@ -86,10 +86,9 @@ extension LocalFolder {
         try mark(fd)
         Self.setModificationDate(of: fd, specification.modificationDate)
         guard fsync(fd) == 0 else { throw Self.error(errno, "cannot write the placeholder of \(absolute(path))") }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw Self.error(errno, "cannot look at the placeholder of \(absolute(path))") }
-        return LocalStat(inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                         modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+        guard let info = StatX.of(descriptor: fd) else { throw Self.error(errno, "cannot look at the placeholder of \(absolute(path))") }
+        return LocalStat(inode: info.inode, size: info.size, modificationTimeNanoseconds: info.modificationNanoseconds,
+                         birthNanoseconds: info.birthNanoseconds)
     }
 
     /// Renames `temporary` to the free name `path` (`RENAME_NOREPLACE`: a file that appeared

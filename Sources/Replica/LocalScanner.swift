@@ -1,5 +1,6 @@
 import Glibc
 import SyncEngine
+import SystemCalls
 
 /// One item the scanner found in the sync folder.
 public struct LocalScanEntry: Hashable, Sendable {
@@ -244,20 +245,19 @@ public struct LocalScanner: Sendable {
     /// The entry for the item at `absolutePath`; `.unreadable` (with `path` as a placeholder
     /// for the folder) when `lstat` or `readlink` fails with anything but ENOENT/ENOTDIR.
     static func lookUp(_ absolutePath: String, path: RemotePath) -> LocalLookup {
-        var st = stat()
-        guard lstat(absolutePath, &st) == 0 else {
+        guard let st = StatX.of(path: absolutePath) else {
             let code = errno
             return isGone(code) ? .gone : .unreadable(path, reason: reason(forError: code))
         }
         let kind: ItemKind
-        switch st.st_mode & S_IFMT {
+        switch st.mode & S_IFMT {
         case S_IFREG: kind = .file
         case S_IFDIR: kind = .folder
         case S_IFLNK: kind = .symlink
         default: return .gone
         }
-        let stat = LocalStat(inode: UInt64(st.st_ino), size: kind == .folder ? 0 : Int64(st.st_size),
-                             modificationTimeNanoseconds: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
+        let stat = LocalStat(inode: st.inode, size: kind == .folder ? 0 : st.size,
+                             modificationTimeNanoseconds: st.modificationNanoseconds, birthNanoseconds: st.birthNanoseconds)
         var target: String?
         if kind == .symlink {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

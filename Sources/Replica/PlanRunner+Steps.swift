@@ -123,7 +123,7 @@ extension PlanRunner {
                              context: Context) throws(ProviderError) -> Bool {
         let removed = try folder.delete(path, expected: expected) { found in
             guard let record = context.recorded[found.path], record.kind == found.kind else { return false }
-            return found.kind == .folder ? record.local.map { $0.inode == found.stat.inode } ?? true : record.local == found.stat
+            return found.kind == .folder ? record.local.map { $0.sameInode(as: found.stat) } ?? true : record.local == found.stat
         }
         if !removed { logger.notice("\(folder.absolute(path)) was deleted on the server; what changed in it here is kept and uploaded again") }
         // What stays behind (new or changed here) has no row any more, so the next plan sees

@@ -173,7 +173,8 @@ extension SyncPass {
             return
         }
         observed.heldBack[path] = false
-        if let earlier = byInode[observation.stat.inode] ?? recorded[path], let stat = earlier.local, earlier.kind == observation.kind {
+        let moved = byInode[observation.stat.inode].flatMap { $0.local?.sameInode(as: observation.stat) == true ? $0 : nil }
+        if let earlier = moved ?? recorded[path], let stat = earlier.local, earlier.kind == observation.kind {
             observed.local[path] = LocalObservation(kind: earlier.kind, size: stat.size, stat: stat)
         }
     }

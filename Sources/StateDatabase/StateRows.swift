@@ -13,7 +13,7 @@ struct UndecodableRow: Error, CustomStringConvertible {
 /// them; decoding reads by position so the hot paths skip name lookups.
 enum ItemColumn: Int, CaseIterable {
     case id, parentID, name, kind, size, remoteETag, remoteETagWeak, remoteFileID, symlinkTarget
-    case contentHash, localInode, localSize, localMtimeNanoseconds, materialization, pinState
+    case contentHash, localInode, localSize, localMtimeNanoseconds, materialization, pinState, localBirthNanoseconds
 
     var sqlName: String {
         switch self {
@@ -32,6 +32,7 @@ enum ItemColumn: Int, CaseIterable {
         case .localMtimeNanoseconds: "local_mtime_ns"
         case .materialization: "materialization"
         case .pinState: "pin_state"
+        case .localBirthNanoseconds: "local_birth_ns"
         }
     }
 
@@ -70,7 +71,8 @@ extension ItemRecord {
         if let inode = try row.value(.localInode, as: Int64?.self) {
             local = LocalStat(inode: UInt64(bitPattern: inode),
                               size: try row.value(.localSize),
-                              modificationTimeNanoseconds: try row.value(.localMtimeNanoseconds))
+                              modificationTimeNanoseconds: try row.value(.localMtimeNanoseconds),
+                              birthNanoseconds: try row.value(.localBirthNanoseconds))
         }
         self.init(id: ItemIdentifier(id),
                   parentID: try row.value(.parentID, as: String?.self).map(ItemIdentifier.init),
@@ -91,7 +93,7 @@ extension ItemRecord {
         [id.rawValue, parentID?.rawValue, name, kind.rawValue, size,
          remoteETag?.value, remoteETag?.isWeak ?? false, remoteFileID, symlinkTarget,
          contentHash, local.map { Int64(bitPattern: $0.inode) }, local?.size,
-         local?.modificationTimeNanoseconds, materialization.rawValue, pinState.rawValue]
+         local?.modificationTimeNanoseconds, materialization.rawValue, pinState.rawValue, local?.birthNanoseconds ?? 0]
     }
 }
 

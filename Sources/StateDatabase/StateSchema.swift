@@ -30,6 +30,9 @@ enum StateSchema {
         migrator.registerMigration(v4Name) { db in
             try db.execute(sql: v4SQL)
         }
+        migrator.registerMigration(v5Name) { db in
+            try db.execute(sql: v5SQL)
+        }
         return migrator
     }()
 
@@ -201,5 +204,15 @@ enum StateSchema {
             -- Seconds since 1970-01-01 UTC: when this row was written.
             recorded_at         REAL NOT NULL
         ) STRICT;
+        """
+
+    static let v5Name = "v5-item-local-birth"
+
+    static let v5SQL = """
+        -- The local inode's birth time (statx STATX_BTIME), nanoseconds since 1970: with the
+        -- inode number it names one file, so a new file that the kernel gave a deleted
+        -- file's number (and `cp -p` or a download its size and mtime) is not taken for it.
+        -- 0: not known (a file system without birth times, a row from before this column).
+        ALTER TABLE item ADD COLUMN local_birth_ns INTEGER NOT NULL DEFAULT 0;
         """
 }

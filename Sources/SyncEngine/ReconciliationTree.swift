@@ -125,9 +125,11 @@ struct Placement {
     }
 
     /// Records whose inode is at exactly one local path holding the same item: the same
-    /// kind, and for anything but a folder the recorded size and mtime too (a rename keeps
-    /// both). ext4 hands a freed inode number to the next file made, so an inode alone can
-    /// pair a deleted file with an unrelated new one; a file renamed and edited in one pass
+    /// kind and birth time (where known), and for anything but a folder the recorded size
+    /// and mtime too (a rename keeps all three). ext4 hands a freed inode number to the next
+    /// file made, so an inode alone can pair a deleted file with an unrelated new one, and
+    /// `cp -p` or a download can give that one the same size and mtime: the birth time is
+    /// what nothing copies (`LocalStat.birthNanoseconds`); a file renamed and edited in one pass
     /// is taken as a delete and a create, which loses nothing. A folder's mtime changes
     /// whenever an entry is added or removed inside it, so folders pair by inode and kind
     /// (as Nextcloud's discovery does); what a wrong pairing of folders moves is the
@@ -144,7 +146,7 @@ struct Placement {
     /// True when `seen` (an observation with the recorded inode) can be the item recorded
     /// as `kind` with local stat `recorded`.
     static func isSameItem(kind: ItemKind, recorded: LocalStat, seen: LocalObservation) -> Bool {
-        guard seen.kind == kind else { return false }
+        guard seen.kind == kind, seen.stat.sameInode(as: recorded) else { return false }
         if kind == .folder { return true }
         return seen.stat.size == recorded.size && seen.stat.modificationTimeNanoseconds == recorded.modificationTimeNanoseconds
     }

@@ -13,9 +13,7 @@ public enum ExtendedAttributes {
     private static let pathSetFunction: PathSetFunction? = symbol("setxattr")
     private static let removeFunction: RemoveFunction? = symbol("fremovexattr")
 
-    private static func symbol<T>(_ name: String) -> T? {
-        dlsym(UnsafeMutableRawPointer(bitPattern: 0), name).map { unsafeBitCast($0, to: T.self) }
-    }
+    private static func symbol<T>(_ name: String) -> T? { Symbol.lookUp(name) }
 
     /// Sets `name` to `value` on the file open as `file`; 0, or -1 with errno.
     public static func set(_ name: String, _ value: String, on file: Int32) -> Int32 {

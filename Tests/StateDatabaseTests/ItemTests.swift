@@ -14,7 +14,8 @@ import Testing
                 remoteFileID: "00012345ocabc", symlinkTarget: "../elsewhere",
                 contentHash: "sha256:" + String(repeating: "ab", count: 32),
                 local: LocalStat(inode: UInt64.max - 41, size: 1_234_567_890_123,
-                                 modificationTimeNanoseconds: 1_790_000_000_123_456_789),
+                                 modificationTimeNanoseconds: 1_790_000_000_123_456_789,
+                                 birthNanoseconds: 1_780_000_000_987_654_321),
                 materialization: .partial, pinState: .pinned)
             let bare = ItemRecord(id: ItemIdentifier(UUID().uuidString), parentID: .root, name: "bare",
                                   kind: .symlink, materialization: .dataless, pinState: .unpinned)
@@ -26,6 +27,8 @@ import Testing
             try database.apply([.upsert(full), .upsert(bare), .upsert(bundle)])
 
             #expect(try database.item(full.id) == full)
+            // `==` lets an unknown birth time match any: compare it by itself.
+            #expect(try database.item(full.id)?.local?.birthNanoseconds == 1_780_000_000_987_654_321)
             #expect(try database.item(bare.id) == bare)
             #expect(try database.item(bundle.id) == bundle)
             #expect(try database.item(full.id)?.remoteETag?.isWeak == true)

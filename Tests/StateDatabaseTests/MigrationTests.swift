@@ -21,9 +21,12 @@ import Testing
             let database = try StateDatabase(path: path)
             defer { try? database.close() }
 
-            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier") == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local", "v4-remote-identity"])
+            #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier")
+                    == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local", "v4-remote-identity", "v5-item-local-birth"])
             // v4: a DB from before identities were kept records none; the first pass records it.
             #expect(try database.remoteIdentity() == nil)
+            // v5: a row from before birth times were kept knows none (0), which matches any.
+            #expect(try database.column("SELECT DISTINCT local_birth_ns FROM item") == ["0"])
             let folder = ItemRecord(id: ItemIdentifier("f-1"), parentID: .root, name: "Docs", kind: .folder,
                                     remoteETag: ETag(value: "d1"), remoteFileID: "101", pinState: .pinned)
             let document = ItemRecord(

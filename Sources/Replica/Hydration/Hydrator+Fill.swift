@@ -125,7 +125,8 @@ extension Hydrator {
         // not the one it was made with: a program's write in between moved it, and restoring
         // the older one would hide that edit from the scan.
         let restored = registry.beginWriting(identity, current: before.modificationTimeNanoseconds)
-        let unwritten = LocalStat(inode: before.inode, size: before.size, modificationTimeNanoseconds: restored)
+        let unwritten = LocalStat(inode: before.inode, size: before.size, modificationTimeNanoseconds: restored,
+                                  birthNanoseconds: before.birthNanoseconds)
         do throws(ProviderError) {
             defer {
                 Self.restoreModificationTime(of: file, restored)
@@ -217,9 +218,8 @@ extension Hydrator {
     }
 
     static func localStat(of file: Int32) -> LocalStat {
-        var info = Glibc.stat()
-        _ = fstat(file, &info)
-        return LocalStat(inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                         modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+        guard let info = StatX.of(descriptor: file) else { return LocalStat(inode: 0, size: 0, modificationTimeNanoseconds: 0) }
+        return LocalStat(inode: info.inode, size: info.size, modificationTimeNanoseconds: info.modificationNanoseconds,
+                         birthNanoseconds: info.birthNanoseconds)
     }
 }
