@@ -131,7 +131,13 @@ enum TwoClientSettings {
         // Every file holds one whole version a client wrote: nothing mixed, nothing made up.
         for (path, text) in remote.sorted(by: { $0.key < $1.key })
         where text != "<folder>" && !workload.written.contains(text) && TwoClientWorld.bundle(of: path) == nil {
-            Issue.record("\(label): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+            // WsgiDAV writes a PUT's body into the file itself: an upload tidesync cuts (the
+            // file changed while it was sent) leaves the bytes that arrived (README, server
+            // compatibility). Only the start of a version written, and only there.
+            let cutShort = run.server.putsInPlace && workload.written.contains { $0.hasPrefix(text) }
+            withKnownIssue("\(run.server) writes a PUT in place: a cut upload leaves the start of a version", isIntermittent: true) {
+                Issue.record("\(label): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+            } when: { cutShort }
         }
         // Identical bytes are not a conflict, and a version its own client replaced
         // does not come back as a conflict copy.
