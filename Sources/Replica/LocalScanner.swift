@@ -145,6 +145,10 @@ public struct LocalScanner: Sendable {
             return []
         }
         var found: [LocalScanEntry] = []
+        // Each entry is looked up by its name in the folder, not by its whole path.
+        let pathOnly: Int32 = 0o10_000_000  // O_PATH, which Swift's Glibc module does not export
+        let directory = open(absolute(folder), pathOnly | O_DIRECTORY | O_CLOEXEC)
+        defer { if directory >= 0 { close(directory) } }
         for bytes in names {
             guard let name = String(validating: bytes, as: UTF8.self) else {
                 result.skipped.append((absolute(folder) + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
@@ -160,7 +164,8 @@ public struct LocalScanner: Sendable {
                 result.skipped.append((relative, "the name cannot be synced"))
                 continue
             }
-            switch Self.lookUp(absolute(path), path: path) {
+            let lookup = directory >= 0 ? Self.lookUp(name, in: directory, path: path) : Self.lookUp(absolute(path), path: path)
+            switch lookup {
             case .found(let entry): found.append(asBundle(entry, into: &result) ?? entry)
             case .gone: continue
             case .unreadable(_, let reason):
@@ -243,9 +248,14 @@ public struct LocalScanner: Sendable {
     }
 
     /// The entry for the item at `absolutePath`; `.unreadable` (with `path` as a placeholder
-    /// for the folder) when `lstat` or `readlink` fails with anything but ENOENT/ENOTDIR.
+    /// for the folder) when `statx` or `readlink` fails with anything but ENOENT/ENOTDIR.
     static func lookUp(_ absolutePath: String, path: RemotePath) -> LocalLookup {
-        guard let st = StatX.of(path: absolutePath) else {
+        lookUp(absolutePath, in: AT_FDCWD, path: path)
+    }
+
+    /// The same for `name` in the folder open as `directory` (`AT_FDCWD`: `name` is a path).
+    static func lookUp(_ name: String, in directory: Int32, path: RemotePath) -> LocalLookup {
+        guard let st = StatX.of(name, in: directory) else {
             let code = errno
             return isGone(code) ? .gone : .unreadable(path, reason: reason(forError: code))
         }
@@ -261,7 +271,7 @@ public struct LocalScanner: Sendable {
         var target: String?
         if kind == .symlink {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(absolutePath, &buffer, buffer.count - 1)
+            let count = readlinkat(directory, name, &buffer, buffer.count - 1)
             guard count >= 0 else {
                 let code = errno
                 return isGone(code) ? .gone : .unreadable(path, reason: reason(forError: code))

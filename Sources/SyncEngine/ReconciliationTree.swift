@@ -135,6 +135,14 @@ struct Placement {
     /// (as Nextcloud's discovery does); what a wrong pairing of folders moves is the
     /// folder, and its recorded entries are still looked for by their own identity.
     static func locatedLocally(_ tree: BaseTree, _ local: [RemotePath: LocalObservation]) -> [Int: RemotePath] {
+        // Every record still at its recorded path, as itself: none can be anywhere else (its
+        // inode would be at two paths), so nothing needs locating (the usual pass).
+        let unmoved = tree.indices.allSatisfy { index in
+            guard let recorded = tree[index].local, !tree.paths[index].isRoot else { return true }
+            guard let seen = local[tree.paths[index]] else { return false }
+            return seen.stat.inode == recorded.inode && isSameItem(kind: tree[index].kind, recorded: recorded, seen: seen)
+        }
+        if unmoved { return [:] }
         let keys = tree.indices.compactMap { index in tree[index].local.map { (index, $0.inode) } }
         let found = unique(keys, local.map { ($0.key, $0.value.stat.inode) })
         return found.filter { index, path in
@@ -160,6 +168,16 @@ struct Placement {
             guard kind == .file || kind == .bundle, let etag else { return nil }
             return RemoteKey(etag: etag.value, size: size)
         }
+        // Every record at its recorded path with its own key (folders: there at all): a key
+        // that moved would be at two paths, so nothing needs locating (the usual pass).
+        let unmoved = tree.indices.allSatisfy { index in
+            let r = tree[index], path = tree.paths[index]
+            guard !path.isRoot else { return true }
+            let recordKey = key(kind: r.kind, size: r.size, etag: r.remoteETag, fileID: r.remoteFileID)
+            guard let e = remote[path], compatible(r.kind, remoteKind: e.kind) else { return recordKey == nil && r.kind != .folder }
+            return recordKey == nil || key(kind: e.kind, size: e.size, etag: e.etag, fileID: e.fileID) == recordKey
+        }
+        if unmoved { return [:] }
         let keys = tree.indices.compactMap { index -> (Int, RemoteKey)? in
             let r = tree[index]
             return key(kind: r.kind, size: r.size, etag: r.remoteETag, fileID: r.remoteFileID).map { (index, $0) }

@@ -24,6 +24,15 @@ public struct StatX: Sendable, Equatable {
         }
     }
 
+    /// `statx` of `name` in the folder open as `directory` (not following a final
+    /// symlink), or nil with `errno` set: the kernel looks up one name, not a whole path.
+    public static func of(_ name: String, in directory: Int32) -> StatX? {
+        call(directory, name, flags: AT_SYMLINK_NOFOLLOW) {
+            var st = stat()
+            return fstatat(directory, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? StatX(st) : nil
+        }
+    }
+
     /// `statx` of the file open as `descriptor`, or nil with `errno` set.
     public static func of(descriptor: Int32) -> StatX? {
         call(descriptor, "", flags: emptyPath) {
