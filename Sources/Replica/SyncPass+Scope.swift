@@ -184,6 +184,23 @@ extension SyncPass {
         Dictionary(recorded.values.compactMap { r in r.local.map { ($0.inode, r) } }, uniquingKeysWith: { a, _ in a })
     }
 
+    /// Gives rows recorded before birth times were kept (0) the birth time of what a full
+    /// scan found at their path, where that is the file they describe by inode, size and
+    /// mtime: from then on a new file the kernel gives that inode number is not taken for
+    /// it. Best effort: a row that cannot be written keeps 0, which matches any.
+    func recordBirthTimes(_ local: [RemotePath: LocalObservation], recorded: [RemotePath: ItemRecord]) {
+        var stats: [ItemIdentifier: LocalStat] = [:]
+        for (path, record) in recorded where record.local?.birthNanoseconds == 0 {
+            guard let seen = local[path], seen.kind == record.kind, seen.stat.birthNanoseconds != 0,
+                  seen.stat == record.local else { continue }
+            stats[record.id] = seen.stat
+        }
+        guard !stats.isEmpty else { return }
+        do { try runner.provider.recordBirthTimes(stats) } catch {
+            logger.warning("cannot record the birth times of \(stats.count) item(s): \(error.message)")
+        }
+    }
+
     /// Replaces what `observed` holds at `paths` by what is there now.
     func overlay(_ paths: [RemotePath], on observed: inout Observed, recorded: [RemotePath: ItemRecord]) {
         for path in Set(paths.map(scanner.bundles.item(for:))) where !path.isRoot && !scanner.excludes(path) {

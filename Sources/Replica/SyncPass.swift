@@ -90,6 +90,7 @@ public struct SyncPass: Sendable {
         let widened = Self.widened(scope, by: unreadableBefore)
         var observed = try observe(widened, root: base.root, recorded: recorded)
         let parts = resumableParts(observed.temporaries, scope: scope)
+        if widened.isFull { recordBirthTimes(observed.local, recorded: recorded) }
         lap("local scan")
         let walked = try await remoteSide(scope, base: base, recorded: recorded, observed: &observed)
         lap("remote walk")

@@ -67,6 +67,12 @@ extension StateDatabase {
             try removeSubtree(of: id, in: db)
         case .setHydratedRanges(let id, let ranges, let version):
             try setHydratedRanges(of: id, to: ranges, version: version, in: db)
+        case .setLocalBirth(let id, let stat):
+            try db.cachedStatement(sql: """
+                UPDATE item SET local_birth_ns = ?
+                WHERE id = ? AND local_birth_ns = 0 AND local_inode = ? AND local_size = ? AND local_mtime_ns = ?
+                """).execute(arguments: [stat.birthNanoseconds, id.rawValue, Int64(bitPattern: stat.inode), stat.size,
+                                         stat.modificationTimeNanoseconds])
         case .setSyncAnchor(let anchor):
             try setSyncAnchor(anchor, in: db)
         case .completeOperation(let id):
@@ -110,6 +116,7 @@ extension StateDatabase {
         case .upsert(let item): "record item \(item.id)"
         case .remove(let id): "remove item \(id) and its subtree"
         case .setHydratedRanges(let id, _, _): "record the hydrated ranges of item \(id)"
+        case .setLocalBirth(let id, _): "record the birth time of item \(id)"
         case .setSyncAnchor: "record the sync anchor"
         case .completeOperation(let id): "complete journal entry \(id)"
         case .failOperation(let id, _, _): "record a failure of journal entry \(id)"

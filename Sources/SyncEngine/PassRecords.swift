@@ -24,6 +24,10 @@ public protocol PassRecords: Sendable {
     /// generation, in `local`).
     func recordSyncFolder(_ root: ItemRecord) throws(ProviderError)
 
+    /// Gives rows recorded before birth times were kept the birth time of the inode they
+    /// name, each only while the row still has that inode, size and mtime (one transaction).
+    func recordBirthTimes(_ stats: [ItemIdentifier: LocalStat]) throws(ProviderError)
+
     /// The folders the last pass could not list (for the next pass and for status).
     func unreadableFolders() throws(ProviderError) -> [UnreadableFolder]
 

@@ -21,4 +21,7 @@ public enum StateChange: Hashable, Sendable {
     case setBundleMembers(ItemIdentifier, [BundleMember])
     /// Records which remote the rows describe (replacing what was recorded).
     case setRemoteIdentity(RemoteIdentity)
+    /// Sets the birth time of the item's local inode, only while its row has the inode,
+    /// size and mtime of `stat` and no birth time yet (a row recorded before they were kept).
+    case setLocalBirth(ItemIdentifier, LocalStat)
 }

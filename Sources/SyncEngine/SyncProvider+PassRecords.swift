@@ -22,6 +22,10 @@ extension SyncProvider: PassRecords {
         try state.apply([.upsert(root)])
     }
 
+    public func recordBirthTimes(_ stats: [ItemIdentifier: LocalStat]) throws(ProviderError) {
+        try state.apply(stats.map { .setLocalBirth($0.key, $0.value) })
+    }
+
     public func unreadableFolders() throws(ProviderError) -> [UnreadableFolder] {
         try state.unreadableFolders()
     }

@@ -36,6 +36,25 @@ import Testing
         }
     }
 
+    @Test func aBirthTimeIsSetOnlyOnARowWithoutOneThatStillHasTheStat() throws {
+        try withStateDatabase { database in
+            var row = file("old.txt")
+            row.local = LocalStat(inode: 7, size: 3, modificationTimeNanoseconds: 1_000)
+            var other = file("other.txt")
+            other.local = LocalStat(inode: 8, size: 3, modificationTimeNanoseconds: 1_000, birthNanoseconds: 5)
+            try database.apply([.upsert(row), .upsert(other)])
+            let born = LocalStat(inode: 7, size: 3, modificationTimeNanoseconds: 1_000, birthNanoseconds: 42)
+            // Another shape (the file changed since it was seen): left alone.
+            try database.apply([.setLocalBirth(row.id, LocalStat(inode: 7, size: 4, modificationTimeNanoseconds: 1_000, birthNanoseconds: 42))])
+            #expect(try database.item(row.id)?.local?.birthNanoseconds == 0)
+            try database.apply([.setLocalBirth(row.id, born)])
+            #expect(try database.item(row.id)?.local?.birthNanoseconds == 42)
+            // A row that has one keeps it.
+            try database.apply([.setLocalBirth(other.id, LocalStat(inode: 8, size: 3, modificationTimeNanoseconds: 1_000, birthNanoseconds: 9))])
+            #expect(try database.item(other.id)?.local?.birthNanoseconds == 5)
+        }
+    }
+
     @Test func upsertOfAnExistingItemReplacesEveryField() throws {
         try withStateDatabase { database in
             let original = file("draft.txt")

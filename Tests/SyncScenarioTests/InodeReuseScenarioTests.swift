@@ -1,4 +1,5 @@
 import Foundation
+import SyncEngine
 import Testing
 import TestSupport
 
@@ -29,19 +30,41 @@ struct InodeReuseScenarioTests {
         try await Self.withReusedInode(remote, newText: "mine", sameTimes: true)
     }
 
+    /// A state DB from before birth times were kept (every row's is 0, which matches any):
+    /// the next full pass records them, and from then on the case above is caught too.
+    @Test("rows from before birth times were kept learn them at the next full pass", arguments: Remote.available)
+    func upgradedRows(_ remote: Remote) async throws {
+        try await Self.withReusedInode(remote, newText: "mine", sameTimes: true) { world in
+            let rows = try world.database.allItems().map { row -> ItemRecord in
+                var row = row
+                row.local?.birthNanoseconds = 0
+                return row
+            }
+            try world.database.apply(rows.map { .upsert($0) })
+            #expect(try world.database.allItems().allSatisfy { ($0.local?.birthNanoseconds ?? 0) == 0 })
+            try await world.sync()
+            let files = try world.database.allItems().filter { $0.kind == .file }
+            #expect(files.count == 2 && files.allSatisfy { ($0.local?.birthNanoseconds ?? 0) != 0 },
+                    "\(files.map { "\($0.name): \($0.local?.birthNanoseconds ?? -1)" })")
+        }
+    }
+
     /// Syncs `e.txt`, edits it on the server, deletes it here and makes `d/new.txt` holding
     /// `newText` with e.txt's freed inode number (and, with `sameTimes`, its mtime), then
     /// syncs and checks both files are there as written on both sides. The premise needs
     /// the kernel to hand the freed number to our new file; on a loaded machine another
     /// process making a file on the same file system at that moment can take it. Then the
     /// attempt is repeated in a fresh world (at most 8 times).
-    static func withReusedInode(_ remote: Remote, newText: String, sameTimes: Bool) async throws {
+    /// `afterSync` runs after the first sync.
+    static func withReusedInode(_ remote: Remote, newText: String, sameTimes: Bool,
+                                afterSync: (SyncWorld) async throws -> Void = { _ in }) async throws {
         for _ in 0..<8 {
             var premiseHeld = false
             try await withWorld(remote) { world in
                 try world.write("e.txt", "base")
                 try world.write("d/keep.txt", "kept")
                 try await world.sync()
+                try await afterSync(world)
                 var old = stat()
                 #expect(lstat(world.local("e.txt"), &old) == 0)
 
