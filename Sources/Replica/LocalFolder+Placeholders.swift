@@ -87,8 +87,7 @@ extension LocalFolder {
         Self.setModificationDate(of: fd, specification.modificationDate)
         guard fsync(fd) == 0 else { throw Self.error(errno, "cannot write the placeholder of \(absolute(path))") }
         guard let info = StatX.of(descriptor: fd) else { throw Self.error(errno, "cannot look at the placeholder of \(absolute(path))") }
-        return LocalStat(inode: info.inode, size: info.size, modificationTimeNanoseconds: info.modificationNanoseconds,
-                         birthNanoseconds: info.birthNanoseconds)
+        return LocalStat(info)
     }
 
     /// Renames `temporary` to the free name `path` (`RENAME_NOREPLACE`: a file that appeared

@@ -266,8 +266,8 @@ public struct LocalScanner: Sendable {
         case S_IFLNK: kind = .symlink
         default: return .gone
         }
-        let stat = LocalStat(inode: st.inode, size: kind == .folder ? 0 : st.size,
-                             modificationTimeNanoseconds: st.modificationNanoseconds, birthNanoseconds: st.birthNanoseconds)
+        var stat = LocalStat(st)
+        if kind == .folder { stat.size = 0 }
         var target: String?
         if kind == .symlink {
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

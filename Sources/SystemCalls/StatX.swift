@@ -16,16 +16,9 @@ public struct StatX: Sendable, Equatable {
     /// `rename`, `cp -p`) sets it: inode and birth time together name one file.
     public var birthNanoseconds: Int64
 
-    /// `statx` of `path` (not following a final symlink), or nil with `errno` set.
-    public static func of(path: String) -> StatX? {
-        call(AT_FDCWD, path, flags: AT_SYMLINK_NOFOLLOW) {
-            var st = stat()
-            return lstat(path, &st) == 0 ? StatX(st) : nil
-        }
-    }
-
     /// `statx` of `name` in the folder open as `directory` (not following a final
     /// symlink), or nil with `errno` set: the kernel looks up one name, not a whole path.
+    /// With `AT_FDCWD`, `name` is a path (`lstat`).
     public static func of(_ name: String, in directory: Int32) -> StatX? {
         call(directory, name, flags: AT_SYMLINK_NOFOLLOW) {
             var st = stat()

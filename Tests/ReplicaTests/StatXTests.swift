@@ -16,7 +16,7 @@ struct StatXTests {
         try writeFile(root + "/a", "same")
         var st = stat()
         #expect(lstat(root + "/a", &st) == 0)
-        let first = try #require(StatX.of(path: root + "/a"))
+        let first = try #require(StatX.of(root + "/a", in: AT_FDCWD))
         #expect(first.inode == UInt64(st.st_ino) && first.size == 4 && first.mode == st.st_mode)
         #expect(first.modificationNanoseconds == Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
         guard first.birthNanoseconds != 0 else {
@@ -27,7 +27,7 @@ struct StatXTests {
         var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, root + "/a", &times, 0) == 0)
         #expect(rename(root + "/a", root + "/b") == 0)
-        let moved = try #require(StatX.of(path: root + "/b"))
+        let moved = try #require(StatX.of(root + "/b", in: AT_FDCWD))
         #expect(moved.birthNanoseconds == first.birthNanoseconds && moved.modificationNanoseconds == 1_000_000_000_000_000_000)
         let fd = open(root + "/b", O_RDONLY | O_CLOEXEC)
         #expect(fd >= 0)
@@ -36,8 +36,8 @@ struct StatXTests {
         // A new file, made after the old one is gone, is born later whatever inode it gets.
         #expect(unlink(root + "/b") == 0)
         try writeFile(root + "/c", "same")
-        let new = try #require(StatX.of(path: root + "/c"))
+        let new = try #require(StatX.of(root + "/c", in: AT_FDCWD))
         #expect(new.birthNanoseconds > first.birthNanoseconds)
-        #expect(StatX.of(path: root + "/missing") == nil && errno == ENOENT)
+        #expect(StatX.of(root + "/missing", in: AT_FDCWD) == nil && errno == ENOENT)
     }
 }

@@ -218,8 +218,6 @@ extension Hydrator {
     }
 
     static func localStat(of file: Int32) -> LocalStat {
-        guard let info = StatX.of(descriptor: file) else { return LocalStat(inode: 0, size: 0, modificationTimeNanoseconds: 0) }
-        return LocalStat(inode: info.inode, size: info.size, modificationTimeNanoseconds: info.modificationNanoseconds,
-                         birthNanoseconds: info.birthNanoseconds)
+        StatX.of(descriptor: file).map(LocalStat.init) ?? LocalStat(inode: 0, size: 0, modificationTimeNanoseconds: 0)
     }
 }
