@@ -189,13 +189,17 @@ extension SyncProvider {
             try? await putBack(scratch.aside, to: path)
             throw error
         }
-        let aside = try await bundleListing(at: scratch.aside)
+        // Another client may have moved the folder meanwhile: the bundle and the version
+        // set aside moved along, and are handled where they are now.
+        let there = try await locateAside(scratch.aside) ?? scratch.aside
+        let aside = try await bundleListing(at: there)
         guard aside.entry.etag?.sameValue(as: base) == true else {
-            _ = try await store.move(path, to: scratch.building, version: nil)
-            try await putBack(scratch.aside, to: path)
+            let target = try there.parent.appending(path.name)
+            _ = try await store.move(target, to: try there.parent.appending(scratch.building.name), version: nil)
+            try await putBack(there, to: target)
             throw ProviderError(.versionMismatch, "\(path) changed on the server while it was replaced; it is kept")
         }
-        try await removeAside(scratch.aside)
+        try await removeAside(there)
     }
 
     /// Deletes the old version set aside at `aside`. Gone from there when it was just listed,
@@ -212,22 +216,34 @@ extension SyncProvider {
         }
     }
 
+    /// Where the version set aside at `aside` is now: there, or, when another client moved
+    /// its folder (or one above it) since, wherever its name — which only this write used —
+    /// is found in the tree; nil when it is gone.
+    func locateAside(_ aside: RemotePath) async throws(ProviderError) -> RemotePath? {
+        if try await exists(aside) { return aside }
+        return try await store.descendants(of: .root).first { $0.path.name == aside.name }?.path
+    }
+
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
     /// is not (another client changed it in the meantime), moves it back and throws `mismatch`.
-    /// Returns false when nothing is at `path`.
+    /// Returns where it is set aside — beside `path`, or where another client moved that
+    /// folder meanwhile (two-client test, rclone seed 1207: a deleted bundle's old version
+    /// was left in the folder moved away) — and nil when nothing is at `path` or the version
+    /// set aside is gone.
     func setAside(_ path: RemotePath, scratch: BundleScratch, base: ETag,
-                  mismatch: ProviderError.Code) async throws(ProviderError) -> Bool {
+                  mismatch: ProviderError.Code) async throws(ProviderError) -> RemotePath? {
         do {
             _ = try await store.move(path, to: scratch.aside, version: nil)
         } catch where error.code == .noSuchItem {
-            return false
+            return nil
         }
-        let aside = try await bundleListing(at: scratch.aside)
+        guard let there = try await locateAside(scratch.aside) else { return nil }
+        let aside = try await bundleListing(at: there)
         guard aside.entry.etag?.sameValue(as: base) == true else {
-            try await putBack(scratch.aside, to: path)
+            try await putBack(there, to: try there.parent.appending(path.name))
             throw ProviderError(mismatch, "\(path) changed on the server since version \(base); it is kept")
         }
-        return true
+        return there
     }
 
     /// Moves a version set aside back to `path`.
@@ -243,10 +259,10 @@ extension SyncProvider {
             try await removeIfPresent(path)
             return
         }
-        guard try await setAside(path, scratch: scratch, base: version, mismatch: .deletionRejected) else {
+        guard let aside = try await setAside(path, scratch: scratch, base: version, mismatch: .deletionRejected) else {
             return  // gone already: a replay, or deleted there too
         }
-        try await store.delete(scratch.aside, version: nil)
+        try await removeAside(aside)
     }
 
     /// Checks that the bundle at `path` is still `version` before a move: a store's own

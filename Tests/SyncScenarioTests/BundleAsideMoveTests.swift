@@ -52,3 +52,69 @@ struct BundleAsideMoveTests {
         #expect(left == ["A.app"], "left beside the bundle: \(left)")
     }
 }
+
+/// The same for a bundle deleted on a store without an exchange: it is set aside, checked,
+/// and deleted; another client moves its folder right after the set-aside (two-client test,
+/// rclone seed 1207: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left).
+@Suite("Bundle deletion beside a folder move")
+struct BundleDeleteAsideMoveTests {
+    /// Moves the folder `folder` to `movedTo` right after the first move of a bundle to its
+    /// set-aside name.
+    final class FolderMovedAfterSetAsideStore: ForwardingStore, @unchecked Sendable {
+        let folder: RemotePath, movedTo: RemotePath
+        private var moved = false
+
+        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
+            self.folder = folder
+            self.movedTo = movedTo
+            super.init(inner)
+        }
+
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+            let entry = try await inner.move(source, to: destination, version: version)
+            if !moved, destination.name.hasSuffix(BundleManifest.asideSuffix) {
+                moved = true
+                _ = try await inner.move(folder, to: movedTo, version: nil)
+            }
+            return entry
+        }
+    }
+
+    func provider(_ scratch: String, old: String) throws -> (SyncProvider, StateDatabase, String) {
+        let disk = scratch + "/remote"
+        try writeFile(disk + "/dir/A.app/Contents/x.txt", old)
+        try writeFile(disk + "/dir/keep.txt", "keep")
+        let store = FolderMovedAfterSetAsideStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
+                                                  movedTo: try RemotePath(["moved"]))
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        return (SyncProvider(store: store, state: database), database, disk)
+    }
+
+    @Test("a deleted bundle's old version set aside is deleted where its folder was moved to")
+    func deletedAcrossAMove() async throws {
+        let scratch = temporaryPath("tidesync-aside-")
+        defer { removeTree(scratch) }
+        let (provider, database, disk) = try provider(scratch, old: "old")
+        defer { try? database.close() }
+        let bundle = try RemotePath(string: "dir/A.app")
+        let base = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        try await provider.deleteBundle(bundle, version: base, scratchToken: "T")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
+        #expect(left == ["keep.txt"], "left in the moved folder: \(left)")
+    }
+
+    @Test("a bundle changed since the delete's version goes back in place in the folder it was moved to")
+    func changedGoesBackAcrossAMove() async throws {
+        let scratch = temporaryPath("tidesync-aside-")
+        defer { removeTree(scratch) }
+        let (provider, database, disk) = try provider(scratch, old: "theirs")
+        defer { try? database.close() }
+        let bundle = try RemotePath(string: "dir/A.app")
+        await #expect(throws: ProviderError.self) {
+            try await provider.deleteBundle(bundle, version: ETag(value: "not-this-one"), scratchToken: "T")
+        }
+        #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "theirs")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
+        #expect(left.sorted() == ["A.app", "keep.txt"], "in the moved folder: \(left)")
+    }
+}
