@@ -115,15 +115,25 @@ extension Workload {
         guard let old = Self.tag(ofBundleAt: path) else { return }
         let tag = bundleTag(client)
         var landed = true
+        var met: Set<String> = [old, tag]  // every tag this rewrite read or wrote
         for (index, member) in Self.bundleMembers.enumerated() {
             let fd = open(path + "/" + member, O_RDWR)
             guard fd >= 0 else { landed = false; continue }
             defer { close(fd) }
             let before = Self.read(fd)
+            if let seen = before.flatMap(TwoClientSettings.bundleTag(of:)) { met.insert(seen) }
             guard ftruncate(fd, 0) == 0, Self.write(fd, memberText(tag, index)) else { landed = false; continue }
             if before != memberText(old, index) || !Self.sameFile(fd, path + "/" + member) { landed = false }
         }
         guard landed, Self.tag(ofBundleAt: path) == tag else {
+            // The daemon may have moved the bundle away between two members (a conflict
+            // copy, a download in its place): what this rewrite left where it went, and in
+            // what took its place, is a mix of the tags it met, made here, not by a sync.
+            for member in Self.bundleMembers {
+                if let text = try? String(contentsOfFile: path + "/" + member, encoding: .utf8),
+                   let seen = TwoClientSettings.bundleTag(of: text) { met.insert(seen) }
+            }
+            cutRewrites.append(met)
             note("\(client.name) rewrote the bundle \(bundle) while it changed under it; not counted")
             return
         }

@@ -31,6 +31,9 @@ struct Workload {
     /// client moved it) between the bundle's mkdir and its last member. What was written
     /// syncs as it is, an incomplete document, as it would for any program.
     var abandonedBundles: Set<String> = []
+    /// The tags each rewrite cut short met (read or wrote): the bundle changed under it,
+    /// so it may have left a mix of them, made by this test as any program could.
+    var cutRewrites: [Set<String>] = []
 
     init(seed: UInt64, uniqueSizes: Bool = false) {
         self.seed = seed
