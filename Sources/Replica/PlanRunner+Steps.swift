@@ -20,6 +20,7 @@ extension PlanRunner {
             try await createRemoteSymlink(path, target: target, condition: condition, item: item, operation: operation)
         case .moveRemote(let from, let to, let version, let item):
             try await moveRemote(from: from, to: to, version: version, item: item, operation: operation)
+            await materializeIfPinned(to)
         case .deleteRemote(let path, let version, let item):
             try await deleteRemote(path, version: version, item: item, scratch: scratch, operation: operation)
         case .createLocalFolder(let path, let item):
@@ -36,6 +37,7 @@ extension PlanRunner {
         case .moveLocal(let from, let to, let expected, let item):
             try folder.move(from: from, to: to, expected: expected)
             try provider.recordMove(of: item, to: to, operation: operation)
+            await materializeIfPinned(to)
         case .deleteLocal(let path, let expected, let item):
             if try !deleteLocal(path, expected: expected, item: item, operation: operation, context: context) {
                 throw ProviderError(.versionMismatch, "\(folder.absolute(path)) held new or changed items; they are kept and synced next")
@@ -97,6 +99,22 @@ extension PlanRunner {
         if placed.state == .materialized { entry.size = placed.stat.size }
         try provider.record(at: path, item: id, kind: .file, remote: entry, local: placed.stat,
                             materialization: placed.state, operation: operation)
+    }
+
+    /// A placeholder moved into a pinned folder, on the server or here, comes down whole, as
+    /// a file new there does. One that cannot now stays a placeholder, and is said so; the
+    /// pinned files' download at the next start takes it up.
+    func materializeIfPinned(_ path: RemotePath) async {
+        do throws(ProviderError) {
+            guard try provider.isPinned(path) else { return }
+            for file in try provider.files(atOrBelow: path) where file.record.materialization != .materialized {
+                _ = try await placeholders.materialize(file.path, bytes: remoteBytes(file.path, version: file.record.remoteETag,
+                                                                                     item: file.record.id, progress: nil))
+                logger.info("\(folder.absolute(file.path)) was moved into a pinned folder: downloaded whole")
+            }
+        } catch {
+            logger.warning("\(folder.absolute(path)) is pinned but cannot be downloaded now: \(error.message)")
+        }
     }
 
     /// Makes the file at `path` whole before the daemon reads it (to upload or compare it):

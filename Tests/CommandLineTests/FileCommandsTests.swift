@@ -30,7 +30,9 @@ final class FileCommandsTests {
     func local(_ name: String) -> String { fixture.local + "/" + name }
 
     func putOnServer(_ data: Data, at name: String) throws {
-        let temporary = disk + "/.incoming"
+        // Outside the domain's collection: a poll would list a temporary inside it (seen:
+        // it came down as a placeholder, then moved to its name).
+        let temporary = (disk as NSString).deletingLastPathComponent + "/.incoming-" + UUID().uuidString
         try data.write(to: URL(fileURLWithPath: temporary))
         if let owner = apache.values["TIDESYNC_TEST_DAV_OWNER"] {
             try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
@@ -83,7 +85,7 @@ final class FileCommandsTests {
     }
 
     func startAndWait() async throws {
-        try fixture.startDaemon()
+        try fixture.startDaemon(arguments: ["--log-level", "debug"])
         #expect(try await fixture.waitUntilIdle(seconds: 60), "never idle; log:\n\(fixture.log.suffix(3000))")
     }
 
@@ -238,13 +240,36 @@ final class FileCommandsTests {
         }
         #expect(try materialization("big.bin") == "dataless" && holdsNoData("big.bin"))
         #expect(try materialization("a.bin") + materialization("b.bin") == "materializedmaterialized")
-        #expect(!holdsNoData("kept/a.bin") && !holdsNoData("kept/b.bin"), "a pinned folder's files came down as placeholders")
+        #expect(!holdsNoData("kept/a.bin") && !holdsNoData("kept/b.bin"),
+                "a pinned folder's files came down as placeholders; log:\n\(fixture.log.suffix(20000))")
         #expect(try await report("kept/b.bin")["pinned"] as? Bool == true)
         #expect(FilesOnDemandTests.difference(try await read("big.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/a.bin"), Self.content(2)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/b.bin"), Self.content(3)) == nil)
+        try await movedIntoAPinnedFolder()
         try await conflictShown()
         try await pinWithTheServerStopped()
+    }
+
+    /// A placeholder moved into the pinned folder on the server, and one moved there here,
+    /// come down whole; one moved out of it stays whole (nothing is evicted by a move).
+    func movedIntoAPinnedFolder() async throws {
+        try putOnServer(Self.content(4), at: "there.bin")
+        try putOnServer(Self.content(5), at: "here.bin")
+        try await eventually("the placeholders down", timeout: .seconds(60)) {
+            try materialization("there.bin") == "dataless" && materialization("here.bin") == "dataless"
+        }
+        try #require(rename(disk + "/there.bin", disk + "/kept/there.bin") == 0)
+        try #require(rename(local("here.bin"), local("kept/here.bin")) == 0)
+        try await eventually("both whole in the pinned folder", timeout: .seconds(60)) {
+            try materialization("there.bin") == "materialized" && materialization("here.bin") == "materialized"
+        }
+        #expect(!holdsNoData("kept/there.bin") && !holdsNoData("kept/here.bin"), "a file moved into a pinned folder stayed a placeholder")
+        #expect(FilesOnDemandTests.difference(try await read("kept/there.bin"), Self.content(4)) == nil)
+        #expect(FilesOnDemandTests.difference(try await read("kept/here.bin"), Self.content(5)) == nil)
+        try #require(rename(local("kept/here.bin"), local("here.bin")) == 0)
+        try await eventually("moved out on the server", timeout: .seconds(60)) { access(disk + "/here.bin", F_OK) == 0 }
+        #expect(try materialization("here.bin") == "materialized" && !holdsNoData("here.bin"))
     }
 
     /// Both sides changed a small file: file-status says conflict, for it and for its copy.
@@ -299,7 +324,7 @@ struct FileCommandsRefusalTests {
             let result = try await fixture.tidesync(command + [fixture.local + "/a.txt"])
             #expect(result.status == 3 && result.errors.contains("daemon is not running"), "\(command): \(result.status) \(result.errors)")
         }
-        try fixture.startDaemon()
+        try fixture.startDaemon(arguments: ["--log-level", "debug"])
         #expect(try await fixture.waitUntilIdle(seconds: 60), "never idle; log:\n\(fixture.log.suffix(3000))")
         for command in commands {
             let result = try await fixture.tidesync(command + [fixture.local + "/a.txt"])
