@@ -30,14 +30,7 @@ final class FileCommandsTests {
     func local(_ name: String) -> String { fixture.local + "/" + name }
 
     func putOnServer(_ data: Data, at name: String) throws {
-        // Outside the domain's collection: a poll would list a temporary inside it (seen:
-        // it came down as a placeholder, then moved to its name).
-        let temporary = (disk as NSString).deletingLastPathComponent + "/.incoming-" + UUID().uuidString
-        try data.write(to: URL(fileURLWithPath: temporary))
-        if let owner = apache.values["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
-        }
-        try #require(rename(temporary, disk + "/" + name) == 0)
+        try apache.put(data, at: name, disk: disk)
     }
 
     func makeRemoteFolder(_ name: String) throws {

@@ -29,12 +29,7 @@ final class FilesOnDemandRestartTests {
     deinit { apache.stopAtEnd() }
 
     func putOnServer(_ name: String, _ data: Data) throws {
-        let temporary = disk + "/.incoming"
-        try data.write(to: URL(fileURLWithPath: temporary))
-        if let owner = apache.values["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
-        }
-        try #require(rename(temporary, disk + "/" + name) == 0)
+        try apache.put(data, at: name, disk: disk)
     }
 
     func holdsNoData(_ path: String) -> Bool {

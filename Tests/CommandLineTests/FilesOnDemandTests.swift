@@ -64,12 +64,7 @@ final class FilesOnDemandTests {
     var accessLog: String { apache.directory + "/access.log" }
 
     func putOnServer(_ data: Data) throws {
-        let temporary = disk + "/.incoming"
-        try data.write(to: URL(fileURLWithPath: temporary))
-        if let owner = apache.values["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
-        }
-        try #require(rename(temporary, disk + "/big.bin") == 0)
+        try apache.put(data, at: "big.bin", disk: disk)
     }
 
     /// `dd` of `count` 4 KiB blocks from block `skip`, by a child process that is killed

@@ -29,12 +29,7 @@ final class FilesOnDemandWriteTests {
     deinit { apache.stopAtEnd() }
 
     func putOnServer(_ name: String, _ data: Data) throws {
-        let temporary = disk + "/.incoming"
-        try data.write(to: URL(fileURLWithPath: temporary))
-        if let owner = apache.values["TIDESYNC_TEST_DAV_OWNER"] {
-            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
-        }
-        try #require(rename(temporary, disk + "/" + name) == 0)
+        try apache.put(data, at: name, disk: disk)
     }
 
     func local(_ name: String) -> String { fixture.local + "/" + name }

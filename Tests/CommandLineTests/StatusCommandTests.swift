@@ -257,6 +257,20 @@ final class PrivateApache {
         }
     }
 
+    /// Puts `data` at `name` in the collection on `disk` as another client would, whole at
+    /// once: written beside the collection (a poll would list a temporary inside it, bring
+    /// it down, and see the rename as a move), then renamed in.
+    func put(_ data: Data, at name: String, disk: String) throws {
+        let temporary = (disk as NSString).deletingLastPathComponent + "/.incoming-" + UUID().uuidString
+        try data.write(to: URL(fileURLWithPath: temporary))
+        if let owner = values["TIDESYNC_TEST_DAV_OWNER"] {
+            try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
+        }
+        guard rename(temporary, disk + "/" + name) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: disk + "/" + name])
+        }
+    }
+
     func collection() throws -> (url: String, disk: String) {
         let name = "c"
         let disk = values["TIDESYNC_TEST_DAV_INF_ROOT"]! + "/" + name
