@@ -191,8 +191,9 @@ extension SyncProvider {
         }
         // Another client may have moved the folder meanwhile: the bundle and the version
         // set aside moved along, and are handled where they are now.
-        let there = try await locateAside(scratch.aside) ?? scratch.aside
-        let aside = try await bundleListing(at: there)
+        guard let (there, aside) = try await listAside(scratch.aside) else {
+            throw ProviderError(.noSuchItem, "the old version of \(path) set aside is gone from the server")
+        }
         guard aside.entry.etag?.sameValue(as: base) == true else {
             let target = try there.parent.appending(path.name)
             _ = try await store.move(target, to: try there.parent.appending(scratch.building.name), version: nil)
@@ -216,12 +217,13 @@ extension SyncProvider {
         }
     }
 
-    /// Where the version set aside at `aside` is now: there, or, when another client moved
-    /// its folder (or one above it) since, wherever its name — which only this write used —
-    /// is found in the tree; nil when it is gone.
-    func locateAside(_ aside: RemotePath) async throws(ProviderError) -> RemotePath? {
-        if try await exists(aside) { return aside }
-        return try await store.descendants(of: .root).first { $0.path.name == aside.name }?.path
+    /// The version set aside at `aside`, listed where it is now: there, or, when another
+    /// client moved its folder (or one above it) since, wherever its name — which only this
+    /// write used — is found in the tree; nil when it is gone.
+    func listAside(_ aside: RemotePath) async throws(ProviderError) -> (RemotePath, (entry: RemoteEntry, members: [RemoteEntry]))? {
+        do { return (aside, try await bundleListing(at: aside)) } catch where error.code == .noSuchItem {}
+        guard let moved = try await store.descendants(of: .root).first(where: { $0.path.name == aside.name })?.path else { return nil }
+        return (moved, try await bundleListing(at: moved))
     }
 
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
@@ -237,8 +239,7 @@ extension SyncProvider {
         } catch where error.code == .noSuchItem {
             return nil
         }
-        guard let there = try await locateAside(scratch.aside) else { return nil }
-        let aside = try await bundleListing(at: there)
+        guard let (there, aside) = try await listAside(scratch.aside) else { return nil }
         guard aside.entry.etag?.sameValue(as: base) == true else {
             try await putBack(there, to: try there.parent.appending(path.name))
             throw ProviderError(mismatch, "\(path) changed on the server since version \(base); it is kept")
