@@ -67,8 +67,9 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
                           bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
         let pinned = try provider.isPinned(path)
-        logger.debug("\(path) comes down \(policy.form(of: entry, pinned: pinned) == .dataless ? "as a placeholder" : "whole")\(pinned ? " (pinned)" : "")")
-        guard policy.form(of: entry, pinned: pinned) == .dataless, let item = bytes.item, let version = entry.etag,
+        let form = policy.form(of: entry, pinned: pinned)
+        logger.debug("\(path) comes down \(form == .dataless ? "as a placeholder" : "whole")\(pinned ? " (pinned)" : "")")
+        guard form == .dataless, let item = bytes.item, let version = entry.etag,
               let modificationDate = entry.modificationDate else {
             return try await PlaceholdersOff(folder: folder).bringDown(entry, at: path, replacing: replacing, temporary: temporary,
                                                                        bytes: bytes)

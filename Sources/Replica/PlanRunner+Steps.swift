@@ -102,18 +102,29 @@ extension PlanRunner {
     }
 
     /// A placeholder moved into a pinned folder, on the server or here, comes down whole, as
-    /// a file new there does. One that cannot now stays a placeholder, and is said so; the
-    /// pinned files' download at the next start takes it up.
+    /// a file new there does (one below with a pin of its own, `unpinned`, stays as it is).
+    /// One that cannot now stays a placeholder, and is said so; the others still come down,
+    /// and the pinned files' download at the next start takes it up.
     func materializeIfPinned(_ path: RemotePath) async {
+        var placeholders: [(path: RemotePath, record: ItemRecord)] = []
         do throws(ProviderError) {
-            guard try provider.isPinned(path) else { return }
-            for file in try provider.files(atOrBelow: path) where file.record.materialization != .materialized {
-                _ = try await placeholders.materialize(file.path, bytes: remoteBytes(file.path, version: file.record.remoteETag,
-                                                                                     item: file.record.id, progress: nil))
-                logger.info("\(folder.absolute(file.path)) was moved into a pinned folder: downloaded whole")
+            guard try provider.isPinned(path), let id = try provider.itemID(at: path), let record = try provider.itemRecord(id) else { return }
+            let below = record.kind == .folder ? try provider.files(atOrBelow: path) : [(path, record)]
+            for file in below where file.record.materialization != .materialized {
+                if try provider.isPinned(file.path) { placeholders.append(file) }
             }
         } catch {
-            logger.warning("\(folder.absolute(path)) is pinned but cannot be downloaded now: \(error.message)")
+            logger.warning("cannot tell whether \(folder.absolute(path)) is pinned: \(error.message)")
+            return
+        }
+        for file in placeholders {
+            do throws(ProviderError) {
+                _ = try await self.placeholders.materialize(file.path, bytes: remoteBytes(file.path, version: file.record.remoteETag,
+                                                                                          item: file.record.id, progress: nil))
+                logger.info("\(folder.absolute(file.path)) was moved into a pinned folder: downloaded whole")
+            } catch {
+                logger.warning("\(folder.absolute(file.path)) is pinned but cannot be downloaded now: \(error.message)")
+            }
         }
     }
 

@@ -191,9 +191,7 @@ extension SyncProvider {
         }
         // Another client may have moved the folder meanwhile: the bundle and the version
         // set aside moved along, and are handled where they are now.
-        guard let (there, aside) = try await listAside(scratch.aside) else {
-            throw ProviderError(.noSuchItem, "the old version of \(path) set aside is gone from the server")
-        }
+        guard let (there, aside) = try await listAside(scratch.aside) else { throw asideGone(path) }
         guard aside.entry.etag?.sameValue(as: base) == true else {
             let target = try there.parent.appending(path.name)
             _ = try await store.move(target, to: try there.parent.appending(scratch.building.name), version: nil)
@@ -205,7 +203,7 @@ extension SyncProvider {
 
     /// Deletes the old version set aside at `aside`. Gone from there when it was just listed,
     /// it moved along with a folder another client moved meanwhile (two-client test, Apache
-    /// seed 1207: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it is looked for by its
+    /// seed 1207, and rclone seed 1207 for a delete: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it is looked for by its
     /// name, which only this write used, and deleted where it is now.
     func removeAside(_ aside: RemotePath) async throws(ProviderError) {
         do {
@@ -219,19 +217,25 @@ extension SyncProvider {
 
     /// The version set aside at `aside`, listed where it is now: there, or, when another
     /// client moved its folder (or one above it) since, wherever its name — which only this
-    /// write used — is found in the tree; nil when it is gone.
-    func listAside(_ aside: RemotePath) async throws(ProviderError) -> (RemotePath, (entry: RemoteEntry, members: [RemoteEntry]))? {
+    /// write used — is found in the tree; nil when it is not found (a walk does not go into
+    /// another client's scratch folders, so it may still be somewhere).
+    func listAside(_ aside: RemotePath) async throws(ProviderError) -> (at: RemotePath, listing: (entry: RemoteEntry, members: [RemoteEntry]))? {
         do { return (aside, try await bundleListing(at: aside)) } catch where error.code == .noSuchItem {}
         guard let moved = try await store.descendants(of: .root).first(where: { $0.path.name == aside.name })?.path else { return nil }
         return (moved, try await bundleListing(at: moved))
+    }
+
+    /// A version set aside that cannot be found: the step fails and its journal entry, which
+    /// names the scratch token, stays for `cleanUpScratch`.
+    func asideGone(_ path: RemotePath) -> ProviderError {
+        ProviderError(.noSuchItem, "the old version of \(path) set aside cannot be found on the server")
     }
 
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it
     /// is not (another client changed it in the meantime), moves it back and throws `mismatch`.
     /// Returns where it is set aside — beside `path`, or where another client moved that
     /// folder meanwhile (two-client test, rclone seed 1207: a deleted bundle's old version
-    /// was left in the folder moved away) — and nil when nothing is at `path` or the version
-    /// set aside is gone.
+    /// was left in the folder moved away) — and nil when nothing is at `path`.
     func setAside(_ path: RemotePath, scratch: BundleScratch, base: ETag,
                   mismatch: ProviderError.Code) async throws(ProviderError) -> RemotePath? {
         do {
@@ -239,7 +243,7 @@ extension SyncProvider {
         } catch where error.code == .noSuchItem {
             return nil
         }
-        guard let (there, aside) = try await listAside(scratch.aside) else { return nil }
+        guard let (there, aside) = try await listAside(scratch.aside) else { throw asideGone(path) }
         guard aside.entry.etag?.sameValue(as: base) == true else {
             try await putBack(there, to: try there.parent.appending(path.name))
             throw ProviderError(mismatch, "\(path) changed on the server since version \(base); it is kept")

@@ -258,6 +258,10 @@ final class FileCommandsTests {
             try materialization("there.bin") == "materialized" && materialization("here.bin") == "materialized"
         }
         #expect(!holdsNoData("kept/there.bin") && !holdsNoData("kept/here.bin"), "a file moved into a pinned folder stayed a placeholder")
+        // Both were moves (not a delete and a new download, which a pin covers anyway).
+        for name in ["kept/there.bin", "kept/here.bin"] {
+            #expect(fixture.log.contains("\(name) was moved into a pinned folder: downloaded whole"), "\(name): \(fixture.log.suffix(3000))")
+        }
         #expect(FilesOnDemandTests.difference(try await read("kept/there.bin"), Self.content(4)) == nil)
         #expect(FilesOnDemandTests.difference(try await read("kept/here.bin"), Self.content(5)) == nil)
         try #require(rename(local("kept/here.bin"), local("here.bin")) == 0)

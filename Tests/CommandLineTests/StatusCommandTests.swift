@@ -267,7 +267,9 @@ final class PrivateApache {
             try FileManager.default.setAttributes([.ownerAccountName: owner, .groupOwnerAccountName: owner], ofItemAtPath: temporary)
         }
         guard rename(temporary, disk + "/" + name) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: disk + "/" + name])
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: disk + "/" + name, NSLocalizedDescriptionKey: reason])
         }
     }
 

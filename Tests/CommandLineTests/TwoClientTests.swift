@@ -108,11 +108,15 @@ enum TwoClientSettings {
         }
         // Every bundle is one whole version (never a mix of two), and none is lost.
         let bundles = TwoClientWorld.bundles(in: remote)
+        var mixesMadeHere: Set<String> = []
         for (bundle, members) in bundles.sorted(by: { $0.key < $1.key }) {
             let tags = Set(members.values.compactMap { Self.bundleTag(of: $0) })
-            let madeHere = tags.count == 1 ? workload.abandonedBundles.contains(tags.first!)
-                : members.count == Workload.bundleMembers.count && workload.cutRewrites.contains { tags.isSubset(of: $0) }
-            if members.count != Workload.bundleMembers.count || tags.count != 1, !madeHere {
+            let whole = members.count == Workload.bundleMembers.count && members.values.allSatisfy { Self.bundleTag(of: $0) != nil }
+            // A mix the test made: every member tagged, the cut rewrite's own tag among them,
+            // and nothing it did not meet.
+            let cut = whole && tags.count > 1 && workload.cutRewrites.contains { tags.contains($0.tag) && tags.isSubset(of: $0.met) }
+            if cut { mixesMadeHere.insert(bundle) }
+            if !(whole && tags.count == 1), !(tags.count == 1 && workload.abandonedBundles.contains(tags.first!)), !cut {
                 Issue.record("\(label): the bundle \(bundle) is not one whole version: \(members.sorted { $0.key < $1.key })")
             }
         }
@@ -122,7 +126,8 @@ enum TwoClientSettings {
         }
         // Names whose daemon log lines are printed whole when a check below fails.
         var suspects: [String] = []
-        for (bundle, members) in bundles where bundle.contains(" (conflicted copy ") {
+        for (bundle, members) in bundles where bundle.contains(" (conflicted copy ")
+        && !mixesMadeHere.contains(bundle) && !mixesMadeHere.contains(TwoClientWorld.original(of: bundle)) {
             let tag = members.values.first.flatMap { Self.bundleTag(of: $0) } ?? "?"
             let original = bundles[TwoClientWorld.original(of: bundle)]?.values.first.flatMap { Self.bundleTag(of: $0) }
             #expect(original != tag, "\(label): the bundle conflict copy \(bundle) holds the same version as its original")

@@ -133,7 +133,7 @@ extension Workload {
                 if let text = try? String(contentsOfFile: path + "/" + member, encoding: .utf8),
                    let seen = TwoClientSettings.bundleTag(of: text) { met.insert(seen) }
             }
-            cutRewrites.append(met)
+            cutRewrites.append((tag, met))
             note("\(client.name) rewrote the bundle \(bundle) while it changed under it; not counted")
             return
         }

@@ -33,7 +33,7 @@ struct Workload {
     var abandonedBundles: Set<String> = []
     /// The tags each rewrite cut short met (read or wrote): the bundle changed under it,
     /// so it may have left a mix of them, made by this test as any program could.
-    var cutRewrites: [Set<String>] = []
+    var cutRewrites: [(tag: String, met: Set<String>)] = []
 
     init(seed: UInt64, uniqueSizes: Bool = false) {
         self.seed = seed

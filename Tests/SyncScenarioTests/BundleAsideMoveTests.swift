@@ -51,6 +51,49 @@ struct BundleAsideMoveTests {
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
         #expect(left == ["A.app"], "left beside the bundle: \(left)")
     }
+
+    /// Moves the folder `folder` to `movedTo` right after the new version is moved in,
+    /// before the old one set aside is listed.
+    final class FolderMovedAfterSwapStore: ForwardingStore, @unchecked Sendable {
+        let folder: RemotePath, movedTo: RemotePath
+        private var moved = false
+
+        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
+            self.folder = folder
+            self.movedTo = movedTo
+            super.init(inner)
+        }
+
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+            let entry = try await inner.move(source, to: destination, version: version)
+            if !moved, source.name.hasPrefix(BundleManifest.scratchPrefix), !source.name.hasSuffix(BundleManifest.asideSuffix) {
+                moved = true
+                _ = try await inner.move(folder, to: movedTo, version: nil)
+            }
+            return entry
+        }
+    }
+
+    @Test("the old version set aside is checked and deleted where its folder was moved to before it was listed")
+    func asideListedAcrossAMove() async throws {
+        let scratch = temporaryPath("tidesync-aside-")
+        defer { removeTree(scratch) }
+        let disk = scratch + "/remote"
+        for file in ["dir/A.app/Contents/x.txt", "dir/.tidesync-bundle-T/Contents/x.txt"] {
+            try writeFile(disk + "/" + file, file.hasPrefix("dir/A.app") ? "old" : "new")
+        }
+        let store = FolderMovedAfterSwapStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
+                                              movedTo: try RemotePath(["moved"]))
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let provider = SyncProvider(store: store, state: database)
+        let bundle = try RemotePath(string: "dir/A.app")
+        let base = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        try await provider.swapIn(try BundleScratch(beside: bundle, token: "T"), at: bundle, base: base)
+        #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "new")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
+        #expect(left == ["A.app"], "left beside the bundle: \(left)")
+    }
 }
 
 /// The same for a bundle deleted on a store without an exchange: it is set aside, checked,
@@ -110,9 +153,10 @@ struct BundleDeleteAsideMoveTests {
         let (provider, database, disk) = try provider(scratch, old: "theirs")
         defer { try? database.close() }
         let bundle = try RemotePath(string: "dir/A.app")
-        await #expect(throws: ProviderError.self) {
+        let error = await #expect(throws: ProviderError.self) {
             try await provider.deleteBundle(bundle, version: ETag(value: "not-this-one"), scratchToken: "T")
         }
+        #expect(error?.code == .deletionRejected, "\(String(describing: error))")
         #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "theirs")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
         #expect(left.sorted() == ["A.app", "keep.txt"], "in the moved folder: \(left)")
