@@ -33,14 +33,20 @@ struct BundleAsideMoveTests {
 
     @Test("the old version set aside is deleted even when its folder was moved away before the delete")
     func asideFollowedAcrossAMove() async throws {
+        try await replaceAcrossAMove { FolderMovedBeforeDeleteStore($0, folder: $1, movedTo: $2) }
+    }
+
+    /// Replaces `dir/A.app` (old) by the version built at its scratch name (new) through
+    /// the store `moving` makes, which moves `dir` to `moved` at some point: the new version
+    /// ends up in `moved`, with nothing left beside it.
+    func replaceAcrossAMove(_ moving: (any RemoteStore, RemotePath, RemotePath) -> any RemoteStore) async throws {
         let scratch = temporaryPath("tidesync-aside-")
         defer { removeTree(scratch) }
         let disk = scratch + "/remote"
         for file in ["dir/A.app/Contents/x.txt", "dir/.tidesync-bundle-T/Contents/x.txt"] {
             try writeFile(disk + "/" + file, file.hasPrefix("dir/A.app") ? "old" : "new")
         }
-        let store = FolderMovedBeforeDeleteStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
-                                                 movedTo: try RemotePath(["moved"]))
+        let store = moving(LocalDirectoryStore(root: disk), try RemotePath(["dir"]), try RemotePath(["moved"]))
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
         let provider = SyncProvider(store: store, state: database)
@@ -50,49 +56,16 @@ struct BundleAsideMoveTests {
         #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "new")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
         #expect(left == ["A.app"], "left beside the bundle: \(left)")
-    }
-
-    /// Moves the folder `folder` to `movedTo` right after the new version is moved in,
-    /// before the old one set aside is listed.
-    final class FolderMovedAfterSwapStore: ForwardingStore, @unchecked Sendable {
-        let folder: RemotePath, movedTo: RemotePath
-        private var moved = false
-
-        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
-            self.folder = folder
-            self.movedTo = movedTo
-            super.init(inner)
-        }
-
-        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
-            let entry = try await inner.move(source, to: destination, version: version)
-            if !moved, source.name.hasPrefix(BundleManifest.scratchPrefix), !source.name.hasSuffix(BundleManifest.asideSuffix) {
-                moved = true
-                _ = try await inner.move(folder, to: movedTo, version: nil)
-            }
-            return entry
-        }
     }
 
     @Test("the old version set aside is checked and deleted where its folder was moved to before it was listed")
     func asideListedAcrossAMove() async throws {
-        let scratch = temporaryPath("tidesync-aside-")
-        defer { removeTree(scratch) }
-        let disk = scratch + "/remote"
-        for file in ["dir/A.app/Contents/x.txt", "dir/.tidesync-bundle-T/Contents/x.txt"] {
-            try writeFile(disk + "/" + file, file.hasPrefix("dir/A.app") ? "old" : "new")
+        // Right after the new version is moved in, before the old one set aside is listed.
+        try await replaceAcrossAMove { store, folder, movedTo in
+            FolderMovedAfterMoveStore(store, folder: folder, movedTo: movedTo) { source, _ in
+                source.name.hasPrefix(BundleManifest.scratchPrefix) && !source.name.hasSuffix(BundleManifest.asideSuffix)
+            }
         }
-        let store = FolderMovedAfterSwapStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
-                                              movedTo: try RemotePath(["moved"]))
-        let database = try StateDatabase(path: scratch + "/state.sqlite")
-        defer { try? database.close() }
-        let provider = SyncProvider(store: store, state: database)
-        let bundle = try RemotePath(string: "dir/A.app")
-        let base = try #require(try await provider.bundleListing(at: bundle).entry.etag)
-        try await provider.swapIn(try BundleScratch(beside: bundle, token: "T"), at: bundle, base: base)
-        #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "new")
-        let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
-        #expect(left == ["A.app"], "left beside the bundle: \(left)")
     }
 }
 
@@ -101,34 +74,13 @@ struct BundleAsideMoveTests {
 /// rclone seed 1207: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left).
 @Suite("Bundle deletion beside a folder move")
 struct BundleDeleteAsideMoveTests {
-    /// Moves the folder `folder` to `movedTo` right after the first move of a bundle to its
-    /// set-aside name.
-    final class FolderMovedAfterSetAsideStore: ForwardingStore, @unchecked Sendable {
-        let folder: RemotePath, movedTo: RemotePath
-        private var moved = false
-
-        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
-            self.folder = folder
-            self.movedTo = movedTo
-            super.init(inner)
-        }
-
-        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
-            let entry = try await inner.move(source, to: destination, version: version)
-            if !moved, destination.name.hasSuffix(BundleManifest.asideSuffix) {
-                moved = true
-                _ = try await inner.move(folder, to: movedTo, version: nil)
-            }
-            return entry
-        }
-    }
-
     func provider(_ scratch: String, old: String) throws -> (SyncProvider, StateDatabase, String) {
         let disk = scratch + "/remote"
         try writeFile(disk + "/dir/A.app/Contents/x.txt", old)
         try writeFile(disk + "/dir/keep.txt", "keep")
-        let store = FolderMovedAfterSetAsideStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
-                                                  movedTo: try RemotePath(["moved"]))
+        // Right after the bundle is moved to its set-aside name.
+        let store = FolderMovedAfterMoveStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
+                                              movedTo: try RemotePath(["moved"])) { $1.name.hasSuffix(BundleManifest.asideSuffix) }
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         return (SyncProvider(store: store, state: database), database, disk)
     }
@@ -160,5 +112,29 @@ struct BundleDeleteAsideMoveTests {
         #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "theirs")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
         #expect(left.sorted() == ["A.app", "keep.txt"], "in the moved folder: \(left)")
+    }
+}
+
+/// Moves the folder `folder` to `movedTo` (as another client would) right after the first
+/// move that `trigger` picks by its source and destination.
+final class FolderMovedAfterMoveStore: ForwardingStore, @unchecked Sendable {
+    let folder: RemotePath, movedTo: RemotePath
+    let trigger: @Sendable (RemotePath, RemotePath) -> Bool
+    private var moved = false
+
+    init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath, trigger: @escaping @Sendable (RemotePath, RemotePath) -> Bool) {
+        self.folder = folder
+        self.movedTo = movedTo
+        self.trigger = trigger
+        super.init(inner)
+    }
+
+    override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+        let entry = try await inner.move(source, to: destination, version: version)
+        if !moved, trigger(source, destination) {
+            moved = true
+            _ = try await inner.move(folder, to: movedTo, version: nil)
+        }
+        return entry
     }
 }
