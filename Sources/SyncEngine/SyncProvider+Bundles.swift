@@ -225,10 +225,17 @@ extension SyncProvider {
         return (moved, try await bundleListing(at: moved))
     }
 
+    /// Where the item set aside at `aside` is now: there, or found by its name as
+    /// `listAside` does; nil when it is not found.
+    func locateAside(_ aside: RemotePath) async throws(ProviderError) -> RemotePath? {
+        if try await exists(aside) { return aside }
+        return try await store.descendants(of: .root).first(where: { $0.path.name == aside.name })?.path
+    }
+
     /// A version set aside that cannot be found: the step fails and its journal entry, which
     /// names the scratch token, stays for `cleanUpScratch`.
     func asideGone(_ path: RemotePath) -> ProviderError {
-        ProviderError(.noSuchItem, "the old version of \(path) set aside cannot be found on the server")
+        ProviderError(.noSuchItem, "\(path), set aside to be replaced or deleted, cannot be found on the server")
     }
 
     /// Moves the bundle at `path` to `scratch.aside` and checks it is still `base`; when it

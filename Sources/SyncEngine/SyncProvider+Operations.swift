@@ -128,14 +128,17 @@ extension SyncProvider {
         } catch where error.code == .noSuchItem {
             return  // gone already: a replay, or deleted there too
         }
+        // Another client may have moved the parent meanwhile: the folder set aside moved
+        // along, and is checked and deleted where it is now.
+        guard let there = try await locateAside(scratch.aside) else { throw asideGone(path) }
         do {
-            try await requireSubtreeUnchanged(at: path, listedAt: scratch.aside, of: record)
+            try await requireSubtreeUnchanged(at: path, listedAt: there, of: record)
         } catch {
             let kept = try await cleanUpScratch(beside: path, token: scratchToken, base: nil, host: nil)
             let note = kept.isEmpty ? "" : "; the folder made again there meanwhile is kept, the old one as \(kept.map(\.description).joined(separator: ", "))"
             throw ProviderError(error.code, error.message + note, underlying: error.underlying)
         }
-        try await store.delete(scratch.aside, version: nil)
+        try await removeAside(there)
     }
 
     /// Throws `deletionRejected` unless every remote entry below `path` is recorded below

@@ -138,3 +138,60 @@ final class FolderMovedAfterMoveStore: ForwardingStore, @unchecked Sendable {
         return entry
     }
 }
+
+/// A folder deleted on the server is set aside, checked there against its rows, and
+/// deleted; another client moves its parent right after the set-aside.
+@Suite("Folder deletion beside a folder move")
+struct FolderDeleteAsideMoveTests {
+    /// Records `dir/F` with `a.txt` in it, then deletes `dir/F` through a store that moves
+    /// `dir` to `moved` right after the set-aside, calling `meanwhile` (with the aside's
+    /// path on disk) first. Returns the folder on disk and the error, if any.
+    func deleteAcrossAMove(meanwhile: @escaping @Sendable (String) -> Void) async throws -> (String, ProviderError?) {
+        let scratch = temporaryPath("tidesync-aside-")
+        let disk = scratch + "/remote"
+        try writeFile(disk + "/dir/F/a.txt", "a")
+        let inner = LocalDirectoryStore(root: disk)
+        let store = FolderMovedAfterMoveStore(inner, folder: try RemotePath(["dir"]), movedTo: try RemotePath(["moved"])) { _, to in
+            guard to.name.hasSuffix(BundleManifest.asideSuffix) else { return false }
+            meanwhile(disk + "/" + to.description)
+            return true
+        }
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let provider = SyncProvider(store: store, state: database)
+        var folder: ItemRecord?
+        for (path, kind) in [("dir", ItemKind.folder), ("dir/F", .folder), ("dir/F/a.txt", .file)] {
+            let at = try RemotePath(string: path)
+            let record = try provider.record(at: at, item: nil, kind: kind, remote: try await inner.entry(at: at), local: nil, operation: nil)
+            if path == "dir/F" { folder = record }
+        }
+        do {
+            try await provider.deleteFolder(try RemotePath(string: "dir/F"), of: try #require(folder), scratchToken: "T")
+            return (disk + "/moved", nil)
+        } catch let error as ProviderError {
+            return (disk + "/moved", error)
+        }
+    }
+
+    @Test("a deleted folder set aside is checked and deleted where its parent was moved to")
+    func deletedAcrossAMove() async throws {
+        let (moved, error) = try await deleteAcrossAMove { _ in }
+        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        #expect(error == nil, "\(String(describing: error))")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
+        #expect(left.isEmpty, "left in the moved parent: \(left)")
+    }
+
+    @Test("a folder another client wrote into goes back in place where its parent was moved to")
+    func writtenIntoGoesBackAcrossAMove() async throws {
+        let (moved, error) = try await deleteAcrossAMove { aside in
+            try? writeFile(aside + "/theirs.txt", "another client's file")
+        }
+        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        #expect(error?.code == .deletionRejected, "\(String(describing: error))")
+        #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
+        #expect(readFile(moved + "/F/a.txt") == "a")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
+        #expect(left == ["F"], "in the moved parent: \(left)")
+    }
+}
