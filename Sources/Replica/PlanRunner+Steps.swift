@@ -6,7 +6,7 @@ import SyncEngine
 extension PlanRunner {
     func perform(_ step: SyncAction, operation: Int64?, temporary: URL?, scratch: String? = nil,
                  context: Context, progress: TransferProgress? = nil) async throws(ProviderError) {
-        logger.debug("\(step.stepName) \(step.path)")
+        logger.debug("\(step.stepName) \(step.path)\(scratch.map { " (scratch token \($0))" } ?? "")")
         if try await performForBundle(step, operation: operation, temporary: temporary, scratch: scratch, context: context,
                                       progress: progress) {
             return

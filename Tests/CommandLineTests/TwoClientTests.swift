@@ -179,7 +179,15 @@ enum TwoClientSettings {
         #expect(!workload.live.isEmpty, "\(label): the workload wrote nothing")
         // A bundle write cut by the other client's folder move cleans up its scratch where
         // the move took it (`cleanUpMovedScratch`): none is left once both are quiet.
-        #expect(world.leftoverScratch().isEmpty, "\(label): scratch left on the server: \(world.leftoverScratch())")
+        let leftover = world.leftoverScratch()
+        #expect(leftover.isEmpty, "\(label): scratch left on the server: \(leftover)")
+        // Their folders and tokens name the log lines that tell which step left them.
+        for path in leftover {
+            for part in path.split(separator: "/").map(String.init) {
+                suspects.append(part)
+                if let token = Self.scratchToken(part) { suspects.append(token) }
+            }
+        }
         print("two-client \(label): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
         suspects += lost.flatMap { workload.history(of: $0).compactMap(Workload.path(inEvent:)) }
         if !lost.isEmpty || !suspects.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil {
@@ -190,6 +198,14 @@ enum TwoClientSettings {
 }
 
 extension TwoClientSettings {
+    /// The token of a bundle or folder scratch name (`.tidesync-bundle-TOKEN[-old]`), or nil.
+    static func scratchToken(_ name: String) -> String? {
+        let prefix = ".tidesync-bundle-"
+        guard name.hasPrefix(prefix) else { return nil }
+        let rest = name.dropFirst(prefix.count)
+        return String(rest.hasSuffix("-old") ? rest.dropLast(4) : rest)
+    }
+
     /// The tag of a bundle member's text (`Workload.memberText`), or nil.
     static func bundleTag(of text: String) -> String? {
         guard let range = text.range(of: " member ", options: .backwards) else { return nil }
