@@ -210,9 +210,7 @@ extension SyncProvider {
             try await store.delete(aside, version: nil)
             return
         } catch where error.code == .noSuchItem {}
-        for moved in try await store.descendants(of: .root) where moved.path.name == aside.name {
-            try await removeIfPresent(moved.path)
-        }
+        for moved in try await found(named: aside.name) { try await removeIfPresent(moved) }
     }
 
     /// The version set aside at `aside`, listed where it is now: there, or, when another
@@ -221,7 +219,7 @@ extension SyncProvider {
     /// another client's scratch folders, so it may still be somewhere).
     func listAside(_ aside: RemotePath) async throws(ProviderError) -> (at: RemotePath, listing: (entry: RemoteEntry, members: [RemoteEntry]))? {
         do { return (aside, try await bundleListing(at: aside)) } catch where error.code == .noSuchItem {}
-        guard let moved = try await store.descendants(of: .root).first(where: { $0.path.name == aside.name })?.path else { return nil }
+        guard let moved = try await found(named: aside.name).first else { return nil }
         return (moved, try await bundleListing(at: moved))
     }
 
@@ -229,7 +227,12 @@ extension SyncProvider {
     /// `listAside` does; nil when it is not found.
     func locateAside(_ aside: RemotePath) async throws(ProviderError) -> RemotePath? {
         if try await exists(aside) { return aside }
-        return try await store.descendants(of: .root).first(where: { $0.path.name == aside.name })?.path
+        return try await found(named: aside.name).first
+    }
+
+    /// Every item in the tree named `name` (a scratch name, which only one write used).
+    func found(named name: String) async throws(ProviderError) -> [RemotePath] {
+        try await store.descendants(of: .root).filter { $0.path.name == name }.map(\.path)
     }
 
     /// A version set aside that cannot be found: the step fails and its journal entry, which

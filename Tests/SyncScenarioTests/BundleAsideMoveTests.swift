@@ -74,40 +74,43 @@ struct BundleAsideMoveTests {
 /// rclone seed 1207: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left).
 @Suite("Bundle deletion beside a folder move")
 struct BundleDeleteAsideMoveTests {
-    func provider(_ scratch: String, old: String) throws -> (SyncProvider, StateDatabase, String) {
+    /// Deletes `dir/A.app` (holding `old`) as of the version `version` picks, through a store
+    /// that moves `dir` to `moved` right after the bundle is set aside. Returns the remote's
+    /// folder on disk and the error, if any.
+    func deleteAcrossAMove(old: String, version: (SyncProvider, RemotePath) async throws -> ETag) async throws -> (String, ProviderError?) {
+        let scratch = temporaryPath("tidesync-aside-")
         let disk = scratch + "/remote"
         try writeFile(disk + "/dir/A.app/Contents/x.txt", old)
         try writeFile(disk + "/dir/keep.txt", "keep")
-        // Right after the bundle is moved to its set-aside name.
         let store = FolderMovedAfterMoveStore(LocalDirectoryStore(root: disk), folder: try RemotePath(["dir"]),
                                               movedTo: try RemotePath(["moved"])) { $1.name.hasSuffix(BundleManifest.asideSuffix) }
         let database = try StateDatabase(path: scratch + "/state.sqlite")
-        return (SyncProvider(store: store, state: database), database, disk)
+        defer { try? database.close() }
+        let provider = SyncProvider(store: store, state: database)
+        let bundle = try RemotePath(string: "dir/A.app")
+        do {
+            try await provider.deleteBundle(bundle, version: try await version(provider, bundle), scratchToken: "T")
+            return (disk, nil)
+        } catch let error as ProviderError {
+            return (disk, error)
+        }
     }
 
     @Test("a deleted bundle's old version set aside is deleted where its folder was moved to")
     func deletedAcrossAMove() async throws {
-        let scratch = temporaryPath("tidesync-aside-")
-        defer { removeTree(scratch) }
-        let (provider, database, disk) = try provider(scratch, old: "old")
-        defer { try? database.close() }
-        let bundle = try RemotePath(string: "dir/A.app")
-        let base = try #require(try await provider.bundleListing(at: bundle).entry.etag)
-        try await provider.deleteBundle(bundle, version: base, scratchToken: "T")
+        let (disk, error) = try await deleteAcrossAMove(old: "old") { provider, bundle in
+            try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        }
+        defer { removeTree((disk as NSString).deletingLastPathComponent) }
+        #expect(error == nil, "\(String(describing: error))")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
         #expect(left == ["keep.txt"], "left in the moved folder: \(left)")
     }
 
     @Test("a bundle changed since the delete's version goes back in place in the folder it was moved to")
     func changedGoesBackAcrossAMove() async throws {
-        let scratch = temporaryPath("tidesync-aside-")
-        defer { removeTree(scratch) }
-        let (provider, database, disk) = try provider(scratch, old: "theirs")
-        defer { try? database.close() }
-        let bundle = try RemotePath(string: "dir/A.app")
-        let error = await #expect(throws: ProviderError.self) {
-            try await provider.deleteBundle(bundle, version: ETag(value: "not-this-one"), scratchToken: "T")
-        }
+        let (disk, error) = try await deleteAcrossAMove(old: "theirs") { _, _ in ETag(value: "not-this-one") }
+        defer { removeTree((disk as NSString).deletingLastPathComponent) }
         #expect(error?.code == .deletionRejected, "\(String(describing: error))")
         #expect(readFile(disk + "/moved/A.app/Contents/x.txt") == "theirs")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: disk + "/moved")) ?? []
