@@ -20,7 +20,7 @@ extension PlanRunner {
             try await createRemoteSymlink(path, target: target, condition: condition, item: item, operation: operation)
         case .moveRemote(let from, let to, let version, let item):
             try await moveRemote(from: from, to: to, version: version, item: item, operation: operation)
-            await materializeIfPinned(to)
+            await materializeIfPinned(to, context: context)
         case .deleteRemote(let path, let version, let item):
             try await deleteRemote(path, version: version, item: item, scratch: scratch, operation: operation)
         case .createLocalFolder(let path, let item):
@@ -37,7 +37,7 @@ extension PlanRunner {
         case .moveLocal(let from, let to, let expected, let item):
             try folder.move(from: from, to: to, expected: expected)
             try provider.recordMove(of: item, to: to, operation: operation)
-            await materializeIfPinned(to)
+            await materializeIfPinned(to, context: context)
         case .deleteLocal(let path, let expected, let item):
             if try !deleteLocal(path, expected: expected, item: item, operation: operation, context: context) {
                 throw ProviderError(.versionMismatch, "\(folder.absolute(path)) held new or changed items; they are kept and synced next")
@@ -104,13 +104,19 @@ extension PlanRunner {
     /// A placeholder moved into a pinned folder, on the server or here, comes down whole, as
     /// a file new there does (one below with a pin of its own, `unpinned`, stays as it is).
     /// One that cannot now stays a placeholder, and is said so; the others still come down,
-    /// and the pinned files' download at the next start takes it up.
-    func materializeIfPinned(_ path: RemotePath) async {
+    /// and the pinned files' download at the next start takes it up. One the server holds
+    /// in a newer version than recorded is left to the plan's own download of it (pinned,
+    /// it comes down whole), rather than fetching a version that is gone.
+    func materializeIfPinned(_ path: RemotePath, context: Context) async {
         var placeholders: [(path: RemotePath, record: ItemRecord)] = []
         do throws(ProviderError) {
             guard try provider.isPinned(path), let id = try provider.itemID(at: path), let record = try provider.itemRecord(id) else { return }
             let below = record.kind == .folder ? try provider.files(atOrBelow: path) : [(path, record)]
             for file in below where file.record.materialization != .materialized {
+                if let listed = context.remote[file.path]?.etag, let recorded = file.record.remoteETag, !listed.sameValue(as: recorded) {
+                    logger.debug("\(file.path) was moved into a pinned folder; its new version comes down whole by its own step")
+                    continue
+                }
                 if try provider.isPinned(file.path) { placeholders.append(file) }
             }
         } catch {
