@@ -23,6 +23,10 @@ public protocol RemoteStore: Sendable {
     /// Uses one request where the store allows it (PROPFIND Depth infinity), else walks.
     func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]
 
+    /// Every item in the tree named `name` (a scratch name, which only one write used):
+    /// where another client's folder move took it. Default: `descendants` of the root.
+    func items(named name: String) async throws(ProviderError) -> [RemotePath]
+
     /// Every entry below the folder at `path`, as `descendants`, and the folders below it
     /// the store could not list (a 403 or 5xx for that folder, a store folder it cannot
     /// open) with why: what is below those is unknown, never deleted. Throws as
@@ -88,6 +92,10 @@ public protocol RemoteStore: Sendable {
 }
 
 extension RemoteStore {
+    public func items(named name: String) async throws(ProviderError) -> [RemotePath] {
+        try await descendants(of: .root).filter { $0.path.name == name }.map(\.path)
+    }
+
     /// Stores that never list a part of a tree: `descendants`, with nothing unlisted.
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         RemoteListing(entries: try await descendants(of: path))

@@ -231,8 +231,16 @@ extension SyncProvider {
     }
 
     /// Every item in the tree named `name` (a scratch name, which only one write used).
+    /// A walk is no snapshot: a folder another client moves while it runs, from a folder
+    /// not listed yet into one already listed, is in neither listing. It is looked for
+    /// only because it was just missed where it was, so when a walk finds nothing the tree
+    /// is walked again (three walks in all) before it counts as not found.
     func found(named name: String) async throws(ProviderError) -> [RemotePath] {
-        try await store.descendants(of: .root).filter { $0.path.name == name }.map(\.path)
+        for _ in 0..<3 {
+            let found = try await store.items(named: name)
+            if !found.isEmpty { return found }
+        }
+        return []
     }
 
     /// A version set aside that cannot be found: the step fails and its journal entry, which
@@ -339,8 +347,8 @@ extension SyncProvider {
     func cleanUpMovedScratch(beside target: RemotePath, scratch: BundleScratch, token: String, base: ETag?,
                              host: String?) async throws(ProviderError) -> [RemotePath] {
         guard !target.parent.isRoot, try await !exists(target.parent) else { return [] }
-        let names: Set<String> = [scratch.building.name, scratch.aside.name]
-        let found = try await store.descendants(of: .root).filter { names.contains($0.path.name) }.map(\.path.parent)
+        var found: [RemotePath] = []
+        for name in [scratch.building.name, scratch.aside.name] { found += try await store.items(named: name).map(\.parent) }
         var kept: [RemotePath] = []
         for folder in Set(found) where folder != target.parent {
             kept += try await cleanUpScratch(beside: try folder.appending(target.name), token: token, base: base, host: host)

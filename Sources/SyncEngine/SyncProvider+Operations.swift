@@ -147,25 +147,39 @@ extension SyncProvider {
     /// compared as if they were below `path`.
     func requireSubtreeUnchanged(at path: RemotePath, listedAt listing: RemotePath? = nil,
                                  of folder: ItemRecord) async throws(ProviderError) {
-        let entries: [RemoteEntry]
-        do {
-            var listed = try await store.descendants(of: listing ?? path)
-            if let listing {
-                for index in listed.indices {
-                    let below = listed[index].path.components.dropFirst(listing.components.count)
-                    listed[index].path = try RemotePath(path.components + below)
-                }
-            }
-            entries = BundleManifest.collapse(listed, rule: bundles).entries
-        } catch where error.code == .noSuchItem { return }
         var recorded: [RemotePath: ItemRecord] = [:]
+        var order: [RemotePath] = []  // parents first
         var pending: [(ItemIdentifier, RemotePath)] = [(folder.id, path)]
         while let (id, at) = pending.popLast() {
             for child in try state.children(of: id) {
                 let childPath = at.child(child.name)
                 recorded[childPath] = child
+                order.append(childPath)
                 if child.kind == .folder { pending.append((child.id, childPath)) }
             }
+        }
+        let entries: [RemoteEntry]
+        do {
+            let location = listing ?? path
+            var listed = try await store.listing(below: location)
+            listed.entries = try listed.complete(below: location)
+            listed.unlisted = [:]
+            if listing != nil {
+                for index in listed.entries.indices {
+                    let below = listed.entries[index].path.components.dropFirst(location.components.count)
+                    listed.entries[index].path = try RemotePath(path.components + below)
+                }
+            }
+            if listed.hidesDotNames {
+                try await addHiddenEntries(to: &listed, recorded: order, top: path, location: location)
+                _ = try listed.complete(below: path)
+            }
+            entries = BundleManifest.collapse(listed.entries, rule: bundles).entries
+        } catch where error.code == .noSuchItem {
+            // Gone from where it was set aside: moved on (with a folder another client moved
+            // meanwhile) and not checked, so not deleted either.
+            guard let listing else { return }
+            throw ProviderError(.deletionRejected, "\(path), set aside to be deleted, moved away from \(listing) while it was checked; it is looked at again")
         }
         for entry in entries {
             guard let known = recorded[entry.path], Placement.compatible(known.kind, remoteKind: entry.kind) else {

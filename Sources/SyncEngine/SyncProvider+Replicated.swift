@@ -116,7 +116,8 @@ extension SyncProvider: ReplicatedProvider {
     /// `changes(since:)` against `records`, the state DB's rows the caller already read and
     /// made a tree (a pass does that once for this and for its plan).
     public func changes(since anchor: SyncAnchor?, tree records: RecordTree) async throws(ProviderError) -> ChangeBatch {
-        let walk = try await store.listing(below: .root)
+        var walk = try await store.listing(below: .root)
+        if walk.hidesDotNames { try await addHiddenEntries(to: &walk, recorded: records.tree.paths) }
         // A folder inside a bundle that could not be listed leaves the whole bundle unknown.
         let unlisted = Dictionary(walk.unlisted.map { (bundles.enclosingBundle(of: $0.key) ?? $0.key, $0.value) },
                                   uniquingKeysWith: { first, _ in first })

@@ -32,6 +32,10 @@ public struct RemoteListing: Sendable {
     /// Folders below the listed one that could not be listed, with why. Their contents are
     /// unknown: a caller must never read them as deleted.
     public var unlisted: [RemotePath: ProviderError]
+    /// True when the server leaves names that begin with "." out of its listings (nginx's
+    /// dav-ext module skips them, files and folders alike), while it serves them when asked
+    /// for by name: such an item missing from the listing is not known to be deleted.
+    public var hidesDotNames = false
 
     public init(entries: [RemoteEntry], unlisted: [RemotePath: ProviderError] = [:]) {
         self.entries = entries

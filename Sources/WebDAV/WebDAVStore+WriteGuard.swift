@@ -93,7 +93,10 @@ extension WebDAVStore {
             return .conditionalHeaders
         }
         let lacks: [String]
-        do throws(ProviderError) { lacks = try await missingGuarantees(scratch) } catch {
+        do throws(ProviderError) {
+            try await probeDotNames(scratch)
+            lacks = try await missingGuarantees(scratch)
+        } catch {
             await removeProbeFiles([scratch], token: nil)
             throw error
         }
@@ -106,6 +109,17 @@ extension WebDAVStore {
     }
 
     static let versionless = "lists neither getetag nor getlastmodified"
+
+    /// Whether a listing of the root names `scratch` (a name beginning with "."): nginx's
+    /// dav-ext module leaves such names out of every PROPFIND Depth 1, while it serves them.
+    func probeDotNames(_ scratch: RemotePath) async throws(ProviderError) {
+        let response = try await propfindResponse(.root, depth: "1", isFolder: true)
+        guard response.status.code == 207 else { throw response.status.providerError("PROPFIND", .root) }
+        let listed = try MultistatusParser.parse(response.body).contains { paths.remotePath(href: $0.href) == scratch }
+        guard !listed else { return }
+        listsDotNames.withLock { $0 = false }
+        logger.notice("the WebDAV server leaves names that begin with \".\" out of its listings: tidesync asks for each such item it has synced by name; one another client adds under such a name is not seen until this machine has an item of that name")
+    }
 
     /// What the server lacks for writes guarded by conditional headers, tested on the
     /// existing `scratch`: versions in its listings (without `getetag`, versions are made
@@ -434,10 +448,13 @@ extension WebDAVStore {
     }
 
     /// The entry of the temporary named `name`, wherever in the tree it is now: from one
-    /// Depth infinity PROPFIND where the server allows it, else folder by folder. Folders
-    /// that vanish or are refused meanwhile are passed over; bundle scratch is not entered.
+    /// Depth infinity PROPFIND where the server allows it, else folder by folder — and on
+    /// a server whose listings leave out names beginning with "." (nginx), asked for by
+    /// name in each folder. Folders that vanish or are refused meanwhile are passed over;
+    /// bundle scratch is not entered.
     func findTemporary(named name: String) async throws(ProviderError) -> RemoteEntry? {
-        if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: .root) {
+        let hidden = name.hasPrefix(".") && !listsDotNames.withLock { $0 }
+        if !hidden, depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: .root) {
             return entries.first { $0.path.name == name }
         }
         var frontier: [RemotePath] = [.root]
@@ -448,6 +465,7 @@ extension WebDAVStore {
             } catch where !folder.isRoot {
                 continue
             }
+            if hidden, let entry = try? await entry(at: try folder.appending(name)) { return entry }
             for entry in entries where entry.path.parent == folder && entry.path != folder {
                 if entry.path.name == name { return entry }
                 if entry.kind == .folder, !Self.isTemporary(entry.path), !entry.path.name.hasPrefix(BundleManifest.scratchPrefix) {

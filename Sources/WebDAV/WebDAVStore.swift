@@ -38,6 +38,9 @@ public final class WebDAVStore: RemoteStore {
     /// False once the probe found that listings carry no `getetag` (nginx): versions are
     /// then made from modification time and size (`WebDAVStore+Versions.swift`).
     let listsVersions = Mutex(true)
+    /// False once the probe found that listings leave out names beginning with "." (nginx's
+    /// dav-ext module): a listing says so (`RemoteListing.hidesDotNames`).
+    let listsDotNames = Mutex(true)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
@@ -144,13 +147,27 @@ public final class WebDAVStore: RemoteStore {
         try await listing(below: path).complete(below: path)
     }
 
+    /// Where the listings name it; on a server whose listings leave out names beginning
+    /// with "." (nginx), asked for by name in every folder (`findTemporary`).
+    public func items(named name: String) async throws(ProviderError) -> [RemotePath] {
+        _ = try await writeGuard()
+        guard name.hasPrefix("."), !listsDotNames.withLock({ $0 }) else {
+            return try await descendants(of: .root).filter { $0.path.name == name }.map(\.path)
+        }
+        return try await findTemporary(named: name).map { [$0.path] } ?? []
+    }
+
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         _ = try await writeGuard()
+        var listing: RemoteListing
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
             await sweepLostTemporaries(in: entries)
-            return RemoteListing(entries: entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
+            listing = RemoteListing(entries: entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
+        } else {
+            listing = try await walk(path)
         }
-        return try await walk(path)
+        listing.hidesDotNames = !listsDotNames.withLock { $0 }
+        return listing
     }
 
     /// One `Depth: infinity` PROPFIND, or nil when the server refuses it (Apache: 403),

@@ -58,6 +58,24 @@ struct BundleAsideMoveTests {
         #expect(left == ["A.app"], "left beside the bundle: \(left)")
     }
 
+    /// Leaves the entries named like a version set aside out of the first walk of the whole
+    /// tree, as a walk that ran while another client moved their folder misses them.
+    final class FirstWalkMissesAsideStore: ForwardingStore, @unchecked Sendable {
+        private var walks = 0
+
+        override func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+            let entries = try await inner.descendants(of: path)
+            guard path.isRoot else { return entries }
+            walks += 1
+            return walks > 1 ? entries : entries.filter { !$0.path.name.hasSuffix(BundleManifest.asideSuffix) }
+        }
+    }
+
+    @Test("the old version set aside is found by a second walk when the first one missed it")
+    func asideMissedByOneWalk() async throws {
+        try await replaceAcrossAMove { FirstWalkMissesAsideStore(FolderMovedBeforeDeleteStore($0, folder: $1, movedTo: $2)) }
+    }
+
     @Test("the old version set aside is checked and deleted where its folder was moved to before it was listed")
     func asideListedAcrossAMove() async throws {
         // Right after the new version is moved in, before the old one set aside is listed.
@@ -150,15 +168,22 @@ struct FolderDeleteAsideMoveTests {
     /// `dir` to `moved` right after the set-aside, calling `meanwhile` (with the aside's
     /// path on disk) first. Returns the folder on disk and the error, if any.
     func deleteAcrossAMove(meanwhile: @escaping @Sendable (String) -> Void) async throws -> (String, ProviderError?) {
+        try await deleteAcrossAMove { inner, disk in
+            FolderMovedAfterMoveStore(inner, folder: try RemotePath(["dir"]), movedTo: try RemotePath(["moved"])) { _, to in
+                guard to.name.hasSuffix(BundleManifest.asideSuffix) else { return false }
+                meanwhile(disk + "/" + to.description)
+                return true
+            }
+        }
+    }
+
+    /// The same through the store `moving` makes of the remote (and its folder on disk).
+    func deleteAcrossAMove(_ moving: (LocalDirectoryStore, String) throws -> any RemoteStore) async throws -> (String, ProviderError?) {
         let scratch = temporaryPath("tidesync-aside-")
         let disk = scratch + "/remote"
         try writeFile(disk + "/dir/F/a.txt", "a")
         let inner = LocalDirectoryStore(root: disk)
-        let store = FolderMovedAfterMoveStore(inner, folder: try RemotePath(["dir"]), movedTo: try RemotePath(["moved"])) { _, to in
-            guard to.name.hasSuffix(BundleManifest.asideSuffix) else { return false }
-            meanwhile(disk + "/" + to.description)
-            return true
-        }
+        let store = try moving(inner, disk)
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
         let provider = SyncProvider(store: store, state: database)
@@ -194,6 +219,54 @@ struct FolderDeleteAsideMoveTests {
         #expect(error?.code == .deletionRejected, "\(String(describing: error))")
         #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
         #expect(readFile(moved + "/F/a.txt") == "a")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
+        #expect(left == ["F"], "in the moved parent: \(left)")
+    }
+
+    /// Writes `theirs.txt` into the folder as it is set aside (another client's upload that
+    /// came after the first check), then moves `dir` to `moved` just before the folder set
+    /// aside is listed to be checked.
+    final class MovedWhileCheckedStore: ForwardingStore, @unchecked Sendable {
+        let disk: String
+        private var moved = false
+
+        init(_ inner: any RemoteStore, disk: String) {
+            self.disk = disk
+            super.init(inner)
+        }
+
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+            let entry = try await inner.move(source, to: destination, version: version)
+            if destination.name.hasSuffix(BundleManifest.asideSuffix) {
+                try? writeFile(disk + "/" + destination.description + "/theirs.txt", "another client's file")
+            }
+            return entry
+        }
+
+        func moveFirst(_ path: RemotePath) async throws(ProviderError) {
+            if !moved, path.name.hasSuffix(BundleManifest.asideSuffix) {
+                moved = true
+                _ = try await inner.move(try RemotePath(["dir"]), to: try RemotePath(["moved"]), version: nil)
+            }
+        }
+
+        override func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+            try await moveFirst(path)
+            return try await inner.descendants(of: path)
+        }
+
+        override func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
+            try await moveFirst(path)
+            return try await inner.listing(below: path)
+        }
+    }
+
+    @Test("a folder set aside that moves on while it is checked is not deleted unchecked")
+    func movedWhileChecked() async throws {
+        let (moved, error) = try await deleteAcrossAMove { MovedWhileCheckedStore($0, disk: $1) }
+        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        #expect(error?.code == .deletionRejected, "\(String(describing: error))")
+        #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
         #expect(left == ["F"], "in the moved parent: \(left)")
     }

@@ -1,0 +1,45 @@
+// Names that begin with "." on a server whose listings leave them out (nginx's dav-ext
+// module): the server stores and serves them, but no PROPFIND Depth 1 names them. Read as
+// a listing, every such item this machine uploaded would look deleted on the server at
+// the next pass, and be deleted here (seen: `.env` and `sub/.hidden` were uploaded to
+// nginx, then deleted locally by the second `run --once`). So each recorded one is asked
+// for by name, and a folder among them listed, before a listing is compared with the
+// records. What another client adds under such a name stays unseen there until this
+// machine has an item of that name (README, server compatibility).
+
+extension SyncProvider {
+    /// Adds to `listing` (of `top`, listed at `location`: the same place, or where a folder
+    /// to be deleted was set aside) the items at `recorded` paths (below `top`, parents
+    /// first) with a name beginning with "." that it leaves out, each asked for by name at
+    /// `location` (a folder or bundle with what is below it) and added as if at `top`. One
+    /// not found is left out (deleted on the server); one inside a folder that is not there
+    /// is not asked for.
+    func addHiddenEntries(to listing: inout RemoteListing, recorded: [RemotePath], top: RemotePath = .root,
+                          location: RemotePath = .root) async throws(ProviderError) {
+        guard recorded.contains(where: { $0.name.hasPrefix(".") }) else { return }
+        func moved(_ path: RemotePath, from: RemotePath, to: RemotePath) throws(ProviderError) -> RemotePath {
+            from == to ? path : try RemotePath(to.components + path.components.dropFirst(from.components.count))
+        }
+        var present = Set(listing.entries.map(\.path))
+        for path in recorded {
+            guard path.name.hasPrefix("."), !present.contains(path), path.parent == top || present.contains(path.parent),
+                  !path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }) else { continue }
+            let there = try moved(path, from: top, to: location)
+            var found: [RemoteEntry]
+            do {
+                let entry = try await store.entry(at: there)
+                found = [entry]
+                if entry.kind == .folder || entry.kind == .bundle {
+                    let below = try await store.listing(below: there)
+                    found += below.entries
+                    for (folder, error) in below.unlisted { listing.unlisted[try moved(folder, from: location, to: top)] = error }
+                }
+            } catch where error.code == .noSuchItem {
+                continue
+            }
+            for index in found.indices { found[index].path = try moved(found[index].path, from: location, to: top) }
+            listing.entries += found
+            present.formUnion(found.map(\.path))
+        }
+    }
+}
