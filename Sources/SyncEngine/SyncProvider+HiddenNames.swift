@@ -5,7 +5,10 @@
 // nginx, then deleted locally by the second `run --once`). So each recorded one is asked
 // for by name, and a folder among them listed, before a listing is compared with the
 // records. What another client adds under such a name stays unseen there until this
-// machine has an item of that name (README, server compatibility).
+// machine creates an item of that name: the create meets it, and from then on walks ask
+// for it too, so the next plan sees both (README, server compatibility).
+
+import Synchronization
 
 extension SyncProvider {
     /// Adds to `listing` (of `top`, listed at `location`: the same place, or where a folder
@@ -41,5 +44,22 @@ extension SyncProvider {
             listing.entries += found
             present.formUnion(found.map(\.path))
         }
+    }
+
+    /// A create at `path` met an item there that the listings may not show.
+    func noteCollision(at path: RemotePath) {
+        guard path.components.contains(where: { $0.hasPrefix(".") }) else { return }
+        collidedHiddenNames.withLock { _ = $0.insert(path) }
+    }
+
+    /// Adds the items a create met (`noteCollision`) that `walk` leaves out, each asked for
+    /// by name; one the server no longer has is forgotten.
+    func addCollidedEntries(to walk: inout RemoteListing) async throws(ProviderError) {
+        let paths = collidedHiddenNames.withLock { $0 }.sorted()
+        guard !paths.isEmpty else { return }
+        let listed = Set(walk.entries.map(\.path))
+        try await addHiddenEntries(to: &walk, recorded: paths.filter { !listed.contains($0) })
+        let present = Set(walk.entries.map(\.path))
+        collidedHiddenNames.withLock { $0.subtract(paths.filter { !present.contains($0) }) }
     }
 }

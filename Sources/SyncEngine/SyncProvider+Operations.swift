@@ -11,7 +11,13 @@ extension SyncProvider {
     public func upload(_ contents: URL, to path: RemotePath, condition: WriteCondition, source: LocalStat,
                        item: ItemIdentifier?, operation: Int64?,
                        progress: TransferProgress? = nil) async throws(ProviderError) -> ItemRecord {
-        let entry = try await store.upload(from: contents, to: path, condition: condition, progress: progress)
+        let entry: RemoteEntry
+        do {
+            entry = try await store.upload(from: contents, to: path, condition: condition, progress: progress)
+        } catch where error.code == .filenameCollision {
+            noteCollision(at: path)
+            throw error
+        }
         return try record(at: path, item: item, kind: .file, remote: entry, local: source, operation: operation)
     }
 

@@ -117,7 +117,10 @@ extension SyncProvider: ReplicatedProvider {
     /// made a tree (a pass does that once for this and for its plan).
     public func changes(since anchor: SyncAnchor?, tree records: RecordTree) async throws(ProviderError) -> ChangeBatch {
         var walk = try await store.listing(below: .root)
-        if walk.hidesDotNames { try await addHiddenEntries(to: &walk, recorded: records.tree.paths) }
+        if walk.hidesDotNames {
+            try await addHiddenEntries(to: &walk, recorded: records.tree.paths)
+            try await addCollidedEntries(to: &walk)
+        }
         // A folder inside a bundle that could not be listed leaves the whole bundle unknown.
         let unlisted = Dictionary(walk.unlisted.map { (bundles.enclosingBundle(of: $0.key) ?? $0.key, $0.value) },
                                   uniquingKeysWith: { first, _ in first })
@@ -187,6 +190,16 @@ extension SyncProvider: ReplicatedProvider {
     /// Creates or replaces `template` at `path` under `condition`.
     private func write(_ template: ItemTemplate, at path: RemotePath, condition: WriteCondition, contents: URL?,
                        options: WriteOptions, progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
+        do {
+            return try await writeItem(template, at: path, condition: condition, contents: contents, options: options, progress: progress)
+        } catch where error.code == .filenameCollision {
+            noteCollision(at: path)
+            throw error
+        }
+    }
+
+    private func writeItem(_ template: ItemTemplate, at path: RemotePath, condition: WriteCondition, contents: URL?,
+                           options: WriteOptions, progress: TransferProgress?) async throws(ProviderError) -> ItemRecord {
         let operation = options.journalEntry
         switch template.kind {
         case .folder:

@@ -38,6 +38,10 @@ public final class SyncProvider: Sendable {
     /// deleted: a real swap lasts milliseconds; one that outlasts this is a client that
     /// crashed in the middle (its restart puts the old one back).
     public static let swapWait: TimeInterval = 60
+    /// Paths with a name beginning with "." where a create met an item the listings do
+    /// not show (nginx leaves such names out): asked for by name by every walk until the
+    /// server no longer has them (`addHiddenEntries`).
+    let collidedHiddenNames = Mutex<Set<RemotePath>>([])
 
     public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
                 bundles: BundleRule = .standard) {

@@ -87,7 +87,9 @@ struct OtherServersRunOnceTests {
         let flushed = try await waitUntil(timeout: .seconds(20)) { !home.requests("GET", since: mark).isEmpty }
         #expect(flushed, "the server's log never showed the third run's download")
         let gets = home.requests("GET", since: mark), puts = home.requests("PUT", since: mark)
-        #expect(gets.count == 1 && gets.allSatisfy { $0.contains("top.txt") }, "downloaded again: \(gets.prefix(3))")
+        // lighttpd may first answer the GET with the old length (its stat cache, README):
+        // tidesync refuses those bytes and asks again, so top.txt may be fetched twice.
+        #expect(!gets.isEmpty && gets.allSatisfy { $0.contains("top.txt") }, "downloaded again: \(gets.prefix(3))")
         #expect(puts.isEmpty, "uploaded again: \(puts.prefix(3))")
     }
 
@@ -103,6 +105,9 @@ struct OtherServersRunOnceTests {
         for (path, text) in files {
             try writeFile(home.local + "/" + path, text)
         }
+        // Made by another client before this one's first sync: the create meets it.
+        try writeFile(home.disk + "/.both", "theirs")
+        try writeFile(home.local + "/.both", "mine, longer")
         for run in 1...2 {
             let result = try await home.runOnce()
             #expect(result.status == 0, "run \(run): \(result.errors)")
@@ -110,6 +115,10 @@ struct OtherServersRunOnceTests {
                 #expect(readFile(home.local + "/" + path) == text, "run \(run): \(path) here")
                 #expect(readFile(home.disk + "/" + path) == text, "run \(run): \(path) on the server")
             }
+            // Both versions kept, here and there: the server's under the name, this one's as a copy.
+            let copies = (try FileManager.default.contentsOfDirectory(atPath: home.local)).filter { $0.hasPrefix(".both (conflicted copy") }
+            #expect(readFile(home.local + "/.both") == "theirs" && copies.count == 1, "run \(run): \(copies)")
+            #expect(copies.allSatisfy { readFile(home.local + "/" + $0) == "mine, longer" && readFile(home.disk + "/" + $0) == "mine, longer" })
         }
         try writeFile(home.disk + "/.env", "changed on the server, longer")
         try FileManager.default.removeItem(atPath: home.disk + "/sub/.hidden")
