@@ -15,8 +15,8 @@ extension SyncProvider {
     /// to be deleted was set aside) the items at `recorded` paths (below `top`, parents
     /// first) with a name beginning with "." that it leaves out, each asked for by name at
     /// `location` (a folder or bundle with what is below it) and added as if at `top`. One
-    /// not found is left out (deleted on the server); one inside a folder that is not there
-    /// is not asked for.
+    /// not found is left out (deleted on the server); one refused (403, locked) is unlisted,
+    /// so unknown rather than deleted; one inside a folder that is not there is not asked for.
     func addHiddenEntries(to listing: inout RemoteListing, recorded: [RemotePath], top: RemotePath = .root,
                           location: RemotePath = .root) async throws(ProviderError) {
         guard recorded.contains(where: { $0.name.hasPrefix(".") }) else { return }
@@ -38,6 +38,10 @@ extension SyncProvider {
                     for (folder, error) in below.unlisted { listing.unlisted[try moved(folder, from: location, to: top)] = error }
                 }
             } catch where error.code == .noSuchItem {
+                continue
+            } catch where error.code == .permissionDenied || error.code == .locked {
+                // Refused for this item alone: unknown, as a folder a walk could not list.
+                listing.unlisted[path] = error
                 continue
             }
             for index in found.indices { found[index].path = try moved(found[index].path, from: location, to: top) }
