@@ -66,6 +66,7 @@ extension SyncProvider {
             }
         } else {
             if try await exists(path) {
+                noteCollision(at: path)
                 throw ProviderError(.filenameCollision, "\(path) already exists on the server")
             }
         }

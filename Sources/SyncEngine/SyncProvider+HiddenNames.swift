@@ -26,7 +26,8 @@ extension SyncProvider {
         var present = Set(listing.entries.map(\.path))
         for path in recorded {
             guard path.name.hasPrefix("."), !present.contains(path), path.parent == top || present.contains(path.parent),
-                  !path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }) else { continue }
+                  !path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }),
+                  !listing.unlisted.keys.contains(where: { path == $0 || path.isDescendant(of: $0) }) else { continue }
             let there = try moved(path, from: top, to: location)
             var found: [RemoteEntry]
             do {
@@ -52,7 +53,7 @@ extension SyncProvider {
 
     /// A create at `path` met an item there that the listings may not show.
     func noteCollision(at path: RemotePath) {
-        guard path.components.contains(where: { $0.hasPrefix(".") }) else { return }
+        guard path.name.hasPrefix(".") else { return }
         collidedHiddenNames.withLock { _ = $0.insert(path) }
     }
 

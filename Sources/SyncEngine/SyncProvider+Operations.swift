@@ -31,7 +31,10 @@ extension SyncProvider {
             entry = try await store.makeFolder(at: path)
         } catch where error.code == .filenameCollision {
             let existing = try await store.entry(at: path)
-            guard existing.kind == .folder else { throw error }
+            guard existing.kind == .folder else {
+                noteCollision(at: path)
+                throw error
+            }
             entry = existing
         }
         return try record(at: path, item: item, kind: .folder, remote: entry, local: local, operation: operation)

@@ -450,7 +450,7 @@ extension WebDAVStore {
     /// The entry of the temporary named `name`, wherever in the tree it is now: from one
     /// Depth infinity PROPFIND where the server allows it, else folder by folder — and on
     /// a server whose listings leave out names beginning with "." (nginx), asked for by
-    /// name in each folder. Folders that vanish or are refused meanwhile are passed over;
+    /// name in each folder they show. Folders that vanish or are refused meanwhile are passed over;
     /// bundle scratch is not entered.
     func findTemporary(named name: String) async throws(ProviderError) -> RemoteEntry? {
         let hidden = name.hasPrefix(".") && !listsDotNames.withLock { $0 }
@@ -465,7 +465,9 @@ extension WebDAVStore {
             } catch where !folder.isRoot {
                 continue
             }
-            if hidden, let entry = try? await entry(at: try folder.appending(name)) { return entry }
+            if hidden {
+                do { return try await entry(at: try folder.appending(name)) } catch where error.code == .noSuchItem {}
+            }
             for entry in entries where entry.path.parent == folder && entry.path != folder {
                 if entry.path.name == name { return entry }
                 if entry.kind == .folder, !Self.isTemporary(entry.path), !entry.path.name.hasPrefix(BundleManifest.scratchPrefix) {

@@ -89,7 +89,8 @@ struct OtherServersRunOnceTests {
         let gets = home.requests("GET", since: mark), puts = home.requests("PUT", since: mark)
         // lighttpd may first answer the GET with the old length (its stat cache, README):
         // tidesync refuses those bytes and asks again, so top.txt may be fetched twice.
-        #expect(!gets.isEmpty && gets.allSatisfy { $0.contains("top.txt") }, "downloaded again: \(gets.prefix(3))")
+        let allowed = name == TestDAVServer.lighttpd.name ? 1...2 : 1...1
+        #expect(allowed.contains(gets.count) && gets.allSatisfy { $0.contains("top.txt") }, "downloaded again: \(gets.prefix(3))")
         #expect(puts.isEmpty, "uploaded again: \(puts.prefix(3))")
     }
 
