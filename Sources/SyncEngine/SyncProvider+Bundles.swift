@@ -81,9 +81,10 @@ extension SyncProvider {
             if !copied { _ = try await store.makeFolder(at: scratch.building) }
             try await fill(scratch.building, with: contents, reusing: reused, previous: previous, progress: progress)
             let built = try await bundleListing(at: scratch.building)
+            let uploaded = BundleManifest.relative(built.members, below: scratch.building)
+            try requireWhole(uploaded, of: contents, at: path)
             try contents.unchanged()
             try await swapIn(scratch, at: path, base: base)
-            let uploaded = BundleManifest.relative(built.members, below: scratch.building)
             var members = contents.members
             for index in members.indices {
                 members[index].remoteETag = try uploaded[members[index].relative]?.etag
@@ -101,6 +102,24 @@ extension SyncProvider {
             let names = kept.map(\.description).joined(separator: ", ")
             throw ProviderError(error.code, error.message + "; the version another client wrote meanwhile is kept as \(names)",
                                 underlying: error.underlying)
+        }
+    }
+
+    /// Throws unless the version built (`built`, by path inside the bundle) holds every
+    /// member of `contents`, each of its kind and (files) size: a member that did not arrive
+    /// where it was sent (a server that lets another client move the folder in the middle
+    /// of a PUT into it) must never be published as part of the bundle. Members named
+    /// with a leading "." are not looked for (nginx lists no such name), nor a symlink's
+    /// kind (a server without dead properties lists it as a file).
+    func requireWhole(_ built: [RemotePath: RemoteEntry], of contents: BundleContents, at path: RemotePath) throws(ProviderError) {
+        for member in contents.members {
+            let relative = try member.relative
+            guard !relative.components.contains(where: { $0.hasPrefix(".") }) else { continue }
+            let entry = built[relative]
+            guard let entry, member.kind == .symlink || Placement.compatible(member.kind, remoteKind: entry.kind),
+                  member.kind != .file || entry.size == member.size else {
+                throw ProviderError(.serverUnreachable, "the new version of \(path) arrived incomplete on the server (\(member.relativePath) \(entry == nil ? "is missing" : "differs")); will retry")
+            }
         }
     }
 

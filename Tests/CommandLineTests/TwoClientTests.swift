@@ -106,6 +106,8 @@ enum TwoClientSettings {
                 withKnownIssue("Apache let two writes from one version both land: \(explaining)") { Issue.record(message) }
             }
         }
+        // Names whose daemon log lines are printed whole when a check below fails.
+        var suspects: [String] = []
         // Every bundle is one whole version (never a mix of two), and none is lost.
         let bundles = TwoClientWorld.bundles(in: remote)
         var mixesMadeHere: Set<String> = []
@@ -118,14 +120,13 @@ enum TwoClientSettings {
             if cut { mixesMadeHere.insert(bundle) }
             if !(whole && tags.count == 1), !(tags.count == 1 && workload.abandonedBundles.contains(tags.first!)), !cut {
                 Issue.record("\(label): the bundle \(bundle) is not one whole version: \(members.sorted { $0.key < $1.key })")
+                suspects.append(bundle)
             }
         }
         let bundleTags = Set(bundles.values.flatMap { $0.values.compactMap { Self.bundleTag(of: $0) } })
         for tag in workload.liveBundles.subtracting(bundleTags).sorted() {
             Issue.record("\(label): the bundle version \"\(tag)\" was lost")
         }
-        // Names whose daemon log lines are printed whole when a check below fails.
-        var suspects: [String] = []
         for (bundle, members) in bundles where bundle.contains(" (conflicted copy ")
         && !mixesMadeHere.contains(bundle) && !mixesMadeHere.contains(TwoClientWorld.original(of: bundle)) {
             let tag = members.values.first.flatMap { Self.bundleTag(of: $0) } ?? "?"

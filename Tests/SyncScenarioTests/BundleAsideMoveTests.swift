@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import Replica
 @testable import SyncEngine
 import StateDatabase
 import Testing
@@ -269,5 +270,46 @@ struct FolderDeleteAsideMoveTests {
         #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
         #expect(left == ["F"], "in the moved parent: \(left)")
+    }
+}
+
+/// A member PUT that lands somewhere else than where it was sent (rclone lets another
+/// client move the folder in the middle of a PUT into it; two-client test, rclone seed
+/// 1207 beside CPU hogs: a bundle on the server lacked one of its three members).
+@Suite("A bundle member that does not arrive")
+struct BundleMemberLostTests {
+    /// Sends `member-2.txt` of any bundle being built to `misplaced.txt` at the root instead.
+    final class MisplacingStore: ForwardingStore, @unchecked Sendable {
+        override func upload(from source: URL, to path: RemotePath, condition: WriteCondition,
+                             progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
+            guard path.name == "member-2.txt", path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }) else {
+                return try await inner.upload(from: source, to: path, condition: condition, progress: progress)
+            }
+            var entry = try await inner.upload(from: source, to: try RemotePath(["misplaced.txt"]), condition: .mustNotExist, progress: progress)
+            entry.path = path
+            return entry
+        }
+    }
+
+    @Test("the new version is not published without it, and nothing is left", arguments: Remote.available)
+    func notPublished(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try BundleScenarioTests.makeBundle(world, "New.app", files: 4)
+            let path = try RemotePath(string: "New.app")
+            let bundle = try #require(LocalBundle.scan(at: world.local("New.app"), path: path))
+            let members = try bundle.manifest(root: world.local("New.app"), previous: [])
+            let provider = SyncProvider(store: MisplacingStore(world.store), state: world.database)
+            var failure: ProviderError?
+            do {
+                try await provider.uploadBundle(BundleContents(directory: URL(fileURLWithPath: world.local("New.app")), members: members),
+                                                to: path, condition: .mustNotExist, source: bundle.stat, item: nil,
+                                                scratchToken: UUID().uuidString, operation: nil)
+            } catch {
+                failure = error as? ProviderError
+            }
+            #expect(failure?.code == .serverUnreachable, "\(String(describing: failure))")
+            #expect(BundleScenarioTests.serverManifest(world, "New.app").isEmpty, "published without a member")
+            #expect(BundleFailureTests.scratchNames(world).isEmpty, "scratch left: \(BundleFailureTests.scratchNames(world))")
+        }
     }
 }
