@@ -96,8 +96,8 @@ struct WriteGuardTests {
         let store = try Self.store(server)
         #expect(try await store.writeGuard() == .conditionalHeaders)
         #expect(try await store.children(of: .root).isEmpty)
-        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND", "PUT", "PUT", "DELETE", "PROPFIND"],
-                "a scratch file made, listed, two guarded PUTs over it refused, the file deleted; then the listing")
+        #expect(server.requests.map(\.method) == ["PUT", "PROPFIND", "PROPFIND", "PUT", "PUT", "DELETE", "PROPFIND"],
+                "a scratch file made, the root listed (are names beginning with a dot listed?), the file listed, two guarded PUTs over it refused, the file deleted; then the listing")
         #expect(server.requests.filter { $0.method == "PUT" }.map { $0.headers["if-match"] ?? $0.headers["if-none-match"] }
             == [nil, "\"tidesync-probe-no-such-version\"", "*"])
         await store.shutdown()
