@@ -27,7 +27,12 @@ final class HeldDeletionsCommandTests {
         #expect(try await fixture.waitUntilIdle())
         #expect(try await fixture.tidesync(["allow-deletions", "st"]).output.contains("Nothing is held back"))
 
+        // Emptied while the daemon is stopped, so its next walk sees it empty at once: a poll
+        // between two removals saw f0 alone gone, an ordinary deletion (fresh clone, run 2
+        // of eb27f61). A pause would not do: a paused domain still walks and plans.
+        #expect(await fixture.stopDaemon() == 0)
         for n in 0..<3 { try FileManager.default.removeItem(atPath: fixture.remoteDisk + "/f\(n).txt") }
+        try fixture.startDaemon()
         var held: [String: Any] = [:]
         var problems: [String] = []
         let wasHeld = try await waitUntil(timeout: .seconds(30)) {

@@ -148,6 +148,7 @@ enum TwoClientSettings {
         }
         // Identical bytes are not a conflict, and a version its own client replaced
         // does not come back as a conflict copy.
+        var conflictSuspects: [String] = []
         for (path, text) in remote where path.contains(" (conflicted copy ") && TwoClientWorld.bundle(of: path) == nil {
             let original = TwoClientWorld.original(of: path)
             #expect(remote[original] != text, "\(label): \(path) holds the same bytes as \(original)")
@@ -155,6 +156,9 @@ enum TwoClientSettings {
             // counts as a change, and a change beats a delete. Overwritten ones never do.)
             #expect(!workload.overwritten.contains(text),
                     "\(label): the conflict copy \(path) holds an overwritten version: \(workload.history(of: text)); the original holds \(remote[original].map { workload.history(of: $0) } ?? [])")
+            if workload.overwritten.contains(text) || remote[original] == text {
+                conflictSuspects += [original] + workload.history(of: text).compactMap(Workload.path(inEvent:))
+            }
         }
         if ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil { print(workload.log.joined(separator: "\n")) }
         // Each daemon is idle with nothing in error, and every conflict copy on the server
@@ -190,7 +194,7 @@ enum TwoClientSettings {
             }
         }
         print("two-client \(label): \(workload.log.count) operations in \(applied), \(workload.live.count) live versions, \(remote.count) files, \(bundles.count) bundles, \(world.conflictCopies(remote)) conflict copies")
-        suspects += lost.flatMap { workload.history(of: $0).compactMap(Workload.path(inEvent:)) }
+        suspects += lost.flatMap { workload.history(of: $0).compactMap(Workload.path(inEvent:)) } + conflictSuspects
         if !lost.isEmpty || !suspects.isEmpty || ProcessInfo.processInfo.environment["TIDESYNC_TWO_CLIENT_LOGS"] != nil {
             world.dumpLogs(mentioning: suspects.map { ($0 as NSString).lastPathComponent })
         }
