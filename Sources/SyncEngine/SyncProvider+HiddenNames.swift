@@ -20,15 +20,15 @@ extension SyncProvider {
     func addHiddenEntries(to listing: inout RemoteListing, recorded: [RemotePath], top: RemotePath = .root,
                           location: RemotePath = .root) async throws(ProviderError) {
         guard recorded.contains(where: { $0.name.hasPrefix(".") }) else { return }
-        func moved(_ path: RemotePath, from: RemotePath, to: RemotePath) throws(ProviderError) -> RemotePath {
-            from == to ? path : try RemotePath(to.components + path.components.dropFirst(from.components.count))
+        func moved(_ path: RemotePath, from: RemotePath, to: RemotePath) -> RemotePath {
+            path.replacingPrefix(from, with: to) ?? path
         }
         var present = Set(listing.entries.map(\.path))
         for path in recorded {
             guard path.name.hasPrefix("."), !present.contains(path), path.parent == top || present.contains(path.parent),
                   !path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }),
                   !listing.unlisted.keys.contains(where: { path == $0 || path.isDescendant(of: $0) }) else { continue }
-            let there = try moved(path, from: top, to: location)
+            let there = moved(path, from: top, to: location)
             var found: [RemoteEntry]
             do {
                 let entry = try await store.entry(at: there)
@@ -36,7 +36,7 @@ extension SyncProvider {
                 if entry.kind == .folder || entry.kind == .bundle {
                     let below = try await store.listing(below: there)
                     found += below.entries
-                    for (folder, error) in below.unlisted { listing.unlisted[try moved(folder, from: location, to: top)] = error }
+                    for (folder, error) in below.unlisted { listing.unlisted[moved(folder, from: location, to: top)] = error }
                 }
             } catch where error.code == .noSuchItem {
                 continue
@@ -45,7 +45,7 @@ extension SyncProvider {
                 listing.unlisted[path] = error
                 continue
             }
-            for index in found.indices { found[index].path = try moved(found[index].path, from: location, to: top) }
+            for index in found.indices { found[index].path = moved(found[index].path, from: location, to: top) }
             listing.entries += found
             present.formUnion(found.map(\.path))
         }

@@ -175,8 +175,7 @@ extension SyncProvider {
             listed.unlisted = [:]
             if listing != nil {
                 for index in listed.entries.indices {
-                    let below = listed.entries[index].path.components.dropFirst(location.components.count)
-                    listed.entries[index].path = try RemotePath(path.components + below)
+                    listed.entries[index].path = listed.entries[index].path.replacingPrefix(location, with: path) ?? listed.entries[index].path
                 }
             }
             if listed.hidesDotNames {
