@@ -100,6 +100,11 @@ public enum BundleManifest {
     /// How the name of a bundle's old version set aside ends.
     public static let asideSuffix = "-old"
 
+    /// How the name of an old version (a bundle's or a deleted folder's) ends once it has
+    /// been checked and is being deleted: what is under such a name is only ever deleted,
+    /// never put back, since a DELETE cut short may have removed part of it.
+    public static let doomedSuffix = "-gone"
+
 
     /// The members of the bundle at `root` among `descendants` (everything the store lists
     /// below it): the engine's temporaries inside are not members.

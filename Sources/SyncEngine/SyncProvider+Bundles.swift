@@ -7,7 +7,8 @@
 // moved in, and the old one deleted. A reader of the server sees the old bundle, then (for
 // the time between two renames) none, then the new one — never a mix. The journal entry of
 // the step names the token, so after a crash `cleanUpScratch` puts an old version that was
-// aside back in place and removes a half-built new one.
+// aside back in place and removes a half-built new one. An old version is deleted only
+// after one more rename, to `-gone`: what is under that name is only ever deleted.
 
 import Foundation
 import Synchronization
@@ -18,10 +19,18 @@ public struct BundleScratch: Sendable, Hashable {
     public let building: RemotePath
     /// Where the old version waits while the new one takes its place.
     public let aside: RemotePath
+    /// Where the old version goes, once checked, to be deleted (`removeAside`).
+    public let doomed: RemotePath
 
     public init(beside target: RemotePath, token: String) throws(ProviderError) {
         building = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)")
         aside = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)\(BundleManifest.asideSuffix)")
+        doomed = try target.parent.appending("\(BundleManifest.scratchPrefix)bundle-\(token)\(BundleManifest.doomedSuffix)")
+    }
+
+    /// The doomed name that belongs to the name `aside` of a version set aside.
+    static func doomedName(of aside: String) -> String {
+        String(aside.dropLast(BundleManifest.asideSuffix.count)) + BundleManifest.doomedSuffix
     }
 }
 
@@ -221,16 +230,38 @@ extension SyncProvider {
         try await removeAside(there)
     }
 
-    /// Deletes the old version set aside at `aside`. Gone from there when it was just listed,
-    /// it moved along with a folder another client moved meanwhile (two-client test, Apache
-    /// seed 1207, and rclone seed 1207 for a delete: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it is looked for by its
-    /// name, which only this write used, and deleted where it is now.
+    /// Deletes the old version set aside at `aside`, once checked. It is first renamed to
+    /// its doomed name (`BundleScratch.doomed`) in one MOVE and only then deleted: a DELETE
+    /// of a folder the server carries out only in part (rclone removed one member of three,
+    /// then answered 405, when another client moved the folder meanwhile: two-client test,
+    /// rclone seed 1207 beside CPU hogs) must leave no half version under the aside name,
+    /// which a clean-up puts back in place; a doomed one it only deletes. Gone from where it
+    /// was, it moved along with a folder another client moved meanwhile (Apache seed 1207,
+    /// rclone seed 1207 for a delete: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it
+    /// is looked for by its name, which only this write used, and handled where it is now.
     func removeAside(_ aside: RemotePath) async throws(ProviderError) {
+        let doomedName = BundleScratch.doomedName(of: aside.name)
+        var from: RemotePath? = aside
+        for _ in 0..<3 {
+            guard let at = from else { break }
+            do {
+                _ = try await store.move(at, to: try at.parent.appending(doomedName), version: nil)
+                break
+            } catch where error.code == .noSuchItem {
+                from = try await found(named: aside.name).first
+            }
+        }
+        try await removeDoomed(try aside.parent.appending(doomedName))
+    }
+
+    /// Deletes the doomed old version at `doomed`, or wherever its name is found when it
+    /// is not there (its folder moved by another client).
+    func removeDoomed(_ doomed: RemotePath) async throws(ProviderError) {
         do {
-            try await store.delete(aside, version: nil)
+            try await store.delete(doomed, version: nil)
             return
         } catch where error.code == .noSuchItem {}
-        for moved in try await found(named: aside.name) { try await removeIfPresent(moved) }
+        for moved in try await found(named: doomed.name) { try await removeIfPresent(moved) }
     }
 
     /// The version set aside at `aside`, listed where it is now: there, or, when another
@@ -322,12 +353,14 @@ extension SyncProvider {
     /// new version took it, the one set aside is deleted only if it is `base` (the version
     /// the write replaced) — a version another client wrote meanwhile is kept beside it
     /// under a conflict-copy name for `host` instead, added to the conflict list, and
-    /// returned (the caller says so in its log). A half-built new version is removed.
+    /// returned (the caller says so in its log). A half-built new version is removed, and
+    /// so is a doomed old one (checked, and being deleted: never put back).
     @discardableResult
     public func cleanUpScratch(beside target: RemotePath, token: String, base: ETag?,
                                host: String?) async throws(ProviderError) -> [RemotePath] {
         let scratch = try BundleScratch(beside: target, token: token)
         var kept: [RemotePath] = []
+        try await removeIfPresent(scratch.doomed)
         if try await exists(scratch.aside) {
             if try await !exists(target) {
                 try await putBack(scratch.aside, to: target)
@@ -368,7 +401,7 @@ extension SyncProvider {
                              host: String?) async throws(ProviderError) -> [RemotePath] {
         guard !target.parent.isRoot, try await !exists(target.parent) else { return [] }
         var found: [RemotePath] = []
-        for name in [scratch.building.name, scratch.aside.name] { found += try await store.items(named: name).map(\.parent) }
+        for name in [scratch.building.name, scratch.aside.name, scratch.doomed.name] { found += try await store.items(named: name).map(\.parent) }
         var kept: [RemotePath] = []
         for folder in Set(found) where folder != target.parent {
             kept += try await cleanUpScratch(beside: try folder.appending(target.name), token: token, base: base, host: host)

@@ -203,12 +203,13 @@ enum TwoClientSettings {
 }
 
 extension TwoClientSettings {
-    /// The token of a bundle or folder scratch name (`.tidesync-bundle-TOKEN[-old]`), or nil.
+    /// The token of a bundle or folder scratch name (`.tidesync-bundle-TOKEN[-old|-gone]`), or nil.
     static func scratchToken(_ name: String) -> String? {
         let prefix = ".tidesync-bundle-"
         guard name.hasPrefix(prefix) else { return nil }
         let rest = name.dropFirst(prefix.count)
-        return String(rest.hasSuffix("-old") ? rest.dropLast(4) : rest)
+        for suffix in ["-old", "-gone"] where rest.hasSuffix(suffix) { return String(rest.dropLast(suffix.count)) }
+        return String(rest)
     }
 
     /// The tag of a bundle member's text (`Workload.memberText`), or nil.

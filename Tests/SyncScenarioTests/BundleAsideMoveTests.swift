@@ -24,12 +24,38 @@ struct BundleAsideMoveTests {
         }
 
         override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
-            if !moved, path.name.hasSuffix(BundleManifest.asideSuffix) {
+            if !moved, path.name.hasSuffix(BundleManifest.asideSuffix) || path.name.hasSuffix(BundleManifest.doomedSuffix) {
                 moved = true
                 _ = try await inner.move(folder, to: movedTo, version: nil)
             }
             try await inner.delete(path, version: version)
         }
+    }
+
+    /// Moves the folder `folder` to `movedTo` just before the old version, checked, is
+    /// renamed to its doomed name.
+    final class FolderMovedBeforeDoomStore: ForwardingStore, @unchecked Sendable {
+        let folder: RemotePath, movedTo: RemotePath
+        private var moved = false
+
+        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
+            self.folder = folder
+            self.movedTo = movedTo
+            super.init(inner)
+        }
+
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+            if !moved, destination.name.hasSuffix(BundleManifest.doomedSuffix) {
+                moved = true
+                _ = try await inner.move(folder, to: movedTo, version: nil)
+            }
+            return try await inner.move(source, to: destination, version: version)
+        }
+    }
+
+    @Test("the old version, checked, is deleted even when its folder was moved away before its last rename")
+    func asideFollowedBeforeDoom() async throws {
+        try await replaceAcrossAMove { FolderMovedBeforeDoomStore($0, folder: $1, movedTo: $2) }
     }
 
     @Test("the old version set aside is deleted even when its folder was moved away before the delete")

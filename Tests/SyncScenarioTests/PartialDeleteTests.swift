@@ -1,0 +1,116 @@
+import Foundation
+import LocalStore
+@testable import SyncEngine
+import StateDatabase
+import Testing
+import TestSupport
+
+/// A DELETE of a folder that the server carries out only in part: rclone removed one
+/// member of a bundle's old version set aside, then answered 405, when another client
+/// moved the folder meanwhile (two-client test, rclone seed 1207 beside CPU hogs); the
+/// clean-up then put the half-deleted version back in place — a bundle with 2 of its 3
+/// members, published, and the user's delete undone. A checked old version is renamed to
+/// its doomed name before the DELETE, and what is under that name is only ever deleted.
+@Suite("A folder DELETE the server carries out in part")
+struct PartialDeleteTests {
+    /// The first DELETE of one of our scratch folders removes the files `removing` picks
+    /// inside it, optionally moves `dir` to `moved` (another client's move), then fails as
+    /// rclone answered (405).
+    final class PartialDeleteStore: ForwardingStore, @unchecked Sendable {
+        let disk: String, movesFolder: Bool
+        let removing: @Sendable (String) -> Bool
+        private var failed = false
+
+        init(_ inner: any RemoteStore, disk: String, movesFolder: Bool, removing: @escaping @Sendable (String) -> Bool) {
+            self.disk = disk
+            self.movesFolder = movesFolder
+            self.removing = removing
+            super.init(inner)
+        }
+
+        override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+            guard !failed, path.name.hasPrefix(BundleManifest.scratchPrefix + "bundle-") else {
+                return try await inner.delete(path, version: version)
+            }
+            failed = true
+            let root = disk + "/" + path.description
+            let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String]) ?? []
+            for file in files where removing(file) { try? FileManager.default.removeItem(atPath: root + "/" + file) }
+            if movesFolder { _ = try await inner.move(try RemotePath(["dir"]), to: try RemotePath(["moved"]), version: nil) }
+            throw ProviderError(.cannotSynchronize, "the server answered DELETE \(path) unexpectedly (HTTP 405 Method Not Allowed)")
+        }
+    }
+
+    /// A remote on disk with `dir/A.app` (three members) and `dir/keep.txt`, a provider on
+    /// it through a `PartialDeleteStore`, and the state database's scratch folder.
+    func world(movesFolder: Bool) throws -> (disk: String, provider: SyncProvider, database: StateDatabase, scratch: String) {
+        let scratch = temporaryPath("tidesync-partial-")
+        let disk = scratch + "/remote"
+        for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] { try writeFile(disk + "/dir/A.app/" + member, "old " + member) }
+        try writeFile(disk + "/dir/keep.txt", "keep")
+        let store = PartialDeleteStore(LocalDirectoryStore(root: disk), disk: disk, movesFolder: movesFolder) { $0 == "Data/a.txt" }
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        return (disk, SyncProvider(store: store, state: database), database, scratch)
+    }
+
+    func names(_ path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["(no folder)"]).sorted()
+    }
+
+    @Test("a deleted bundle's half-deleted old version is never put back", arguments: [false, true])
+    func bundleDelete(movesFolder: Bool) async throws {
+        let (disk, provider, database, scratch) = try world(movesFolder: movesFolder)
+        defer { try? database.close(); removeTree(scratch) }
+        let bundle = try RemotePath(string: "dir/A.app")
+        let version = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        await #expect(throws: ProviderError.self) {
+            try await provider.deleteBundle(bundle, version: version, scratchToken: "T")
+        }
+        // What the next pass does with the journal entry the failed step left.
+        let kept = try await provider.cleanUpScratch(beside: bundle, token: "T", base: version, host: "here")
+        #expect(kept.isEmpty, "kept: \(kept)")
+        #expect(names(disk + (movesFolder ? "/moved" : "/dir")) == ["keep.txt"])
+    }
+
+    @Test("a deleted folder's half-deleted contents are never put back", arguments: [false, true])
+    func folderDelete(movesFolder: Bool) async throws {
+        let (disk, provider, database, scratch) = try world(movesFolder: movesFolder)
+        defer { try? database.close(); removeTree(scratch) }
+        var folder: ItemRecord?
+        for (path, kind) in [("dir", ItemKind.folder), ("dir/A.app", .folder), ("dir/A.app/Index.xml", .file),
+                             ("dir/A.app/Data", .folder), ("dir/A.app/Data/a.txt", .file), ("dir/A.app/Data/b.txt", .file)] {
+            let at = try RemotePath(string: path)
+            let record = try provider.record(at: at, item: nil, kind: kind, remote: try await provider.store.entry(at: at),
+                                             local: nil, operation: nil)
+            if path == "dir/A.app" { folder = record }
+        }
+        let path = try RemotePath(string: "dir/A.app")
+        await #expect(throws: ProviderError.self) {
+            try await provider.deleteFolder(path, of: try #require(folder), scratchToken: "T")
+        }
+        let kept = try await provider.cleanUpScratch(beside: path, token: "T", base: nil, host: "here")
+        #expect(kept.isEmpty, "kept: \(kept)")
+        #expect(names(disk + (movesFolder ? "/moved" : "/dir")) == ["keep.txt"])
+    }
+
+    @Test("a replaced bundle's half-deleted old version is not kept as a conflict copy", arguments: [false, true])
+    func bundleReplace(movesFolder: Bool) async throws {
+        let (disk, provider, database, scratch) = try world(movesFolder: movesFolder)
+        defer { try? database.close(); removeTree(scratch) }
+        let bundle = try RemotePath(string: "dir/A.app")
+        let base = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
+            try writeFile(disk + "/dir/.tidesync-bundle-T/" + member, "new " + member)
+        }
+        await #expect(throws: ProviderError.self) {
+            try await provider.swapIn(try BundleScratch(beside: bundle, token: "T"), at: bundle, base: base)
+        }
+        let kept = try await provider.cleanUpScratch(beside: bundle, token: "T", base: base, host: "here")
+        #expect(kept.isEmpty, "kept: \(kept)")
+        let folder = disk + (movesFolder ? "/moved" : "/dir")
+        #expect(names(folder) == ["A.app", "keep.txt"])
+        for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
+            #expect(readFile(folder + "/A.app/" + member) == "new " + member)
+        }
+    }
+}
