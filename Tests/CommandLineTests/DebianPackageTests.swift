@@ -82,7 +82,15 @@ struct DebianPackageTests {
         #expect(fields.output.contains("libsqlite3-0") && fields.output.contains("libc6"), "Depends: \(fields.output)")
 
         let install = try await Self.apt(["install", "-y", "--no-install-recommends", out + "/" + package])
-        defer { _ = try? ChildProcess.collect("/usr/bin/apt-get", ["remove", "-y", "tidesync"], environment: ["DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]) }
+        // Only when the test stopped before its own `apt-get remove`: this blocks one of the
+        // test process's few threads for as long as apt-get runs (a needless second remove
+        // once held one beside a test whose cancel was waiting its turn).
+        defer {
+            if InstalledPackage.present {
+                _ = try? ChildProcess.collect("/usr/bin/apt-get", ["remove", "-y", "tidesync"],
+                                              environment: ["DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
+            }
+        }
         #expect(install.status == 0, "apt-get install: \(install.output) \(install.errors)")
         for path in Self.installed {
             #expect(FileManager.default.fileExists(atPath: path), "\(path) is not installed")

@@ -37,17 +37,29 @@ struct LowSpeedTests {
         #expect((1...10).allSatisfy { !watch.isTooSlow(total: 0, elapsed: .seconds($0)) })
     }
 
+    /// How long a trickling exchange may run before the test calls it hung. The watch
+    /// gives up after two of its one-second ticks, and alone this takes 2 s; but its ticks,
+    /// and each step of the cancel, wait their turn on the test process's few threads, which
+    /// the suite beside CPU hogs kept busy for long spans (a bound of 60 s was once missed:
+    /// the answer's 80 s trickle ran to its end first, the cancel still queued). The
+    /// trickles outlast this bound many times over, so only a hang reaches it.
+    static let bound = Duration.seconds(300)
+
     @Test("a PROPFIND answered one byte at a time fails as serverUnreachable, not hung")
     func tricklingListing() async throws {
         let server = try FakeDAVServer { request in
             var answer = request.method == "PUT" ? FakeDAVServer.Response(status: 412) : FakeDAVServer.emptyRoot
-            if request.method == "PROPFIND" { answer.bytesPerSecond = 5 }
+            if request.method == "PROPFIND" {
+                // Long enough that the trickle never ends while the test waits.
+                answer.body += String(repeating: " ", count: 10_000)
+                answer.bytesPerSecond = 5
+            }
             return answer
         }
         defer { server.stop() }
         let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: nil, password: nil,
                                                              allowInsecureHTTP: false), limits: Self.limits)
-        let error = await Self.failure(within: .seconds(60)) { _ = try await store.children(of: .root) }
+        let error = await Self.failure(within: Self.bound) { _ = try await store.children(of: .root) }
         #expect(error?.code == .serverUnreachable)
         #expect(error?.message.contains("too slowly") == true)
         await store.shutdown()
@@ -55,7 +67,7 @@ struct LowSpeedTests {
 
     @Test("a download whose body trickles fails as serverUnreachable, not hung")
     func tricklingDownload() async throws {
-        let body = String(repeating: "x", count: 100_000)
+        let body = String(repeating: "x", count: 100_000)  // 5.5 hours at 5 bytes a second
         let server = try FakeDAVServer { request in
             guard request.method == "GET" else { return .init(status: 404) }
             // The head arrives at once: only the low-speed limit can end this.
@@ -66,7 +78,7 @@ struct LowSpeedTests {
                                                              allowInsecureHTTP: false), limits: Self.limits)
         let destination = URL(fileURLWithPath: temporaryPath("trickle-"))
         defer { try? FileManager.default.removeItem(at: destination) }
-        let error = await Self.failure(within: .seconds(60)) {
+        let error = await Self.failure(within: Self.bound) {
             _ = try await store.download(try RemotePath(["big.bin"]), range: nil, version: nil, to: destination, progress: nil)
         }
         #expect(error?.code == .serverUnreachable)
