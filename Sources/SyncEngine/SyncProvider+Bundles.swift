@@ -227,7 +227,7 @@ extension SyncProvider {
             try await putBack(there, to: target)
             throw ProviderError(.versionMismatch, "\(path) changed on the server while it was replaced; it is kept")
         }
-        try await removeAside(there)
+        try await removeAside(there, of: path)
     }
 
     /// Deletes the old version set aside at `aside`, once checked. It is first renamed to
@@ -239,29 +239,37 @@ extension SyncProvider {
     /// was, it moved along with a folder another client moved meanwhile (Apache seed 1207,
     /// rclone seed 1207 for a delete: `dir-A26/dir-A65/.tidesync-bundle-…-old` was left): it
     /// is looked for by its name, which only this write used, and handled where it is now.
-    func removeAside(_ aside: RemotePath) async throws(ProviderError) {
+    func removeAside(_ aside: RemotePath, of target: RemotePath) async throws(ProviderError) {
         let doomedName = BundleScratch.doomedName(of: aside.name)
-        var from: RemotePath? = aside
+        var at: RemotePath? = aside
+        var doomed = try aside.parent.appending(doomedName)
         for _ in 0..<3 {
-            guard let at = from else { break }
+            guard let from = at else { break }
+            doomed = try from.parent.appending(doomedName)
             do {
-                _ = try await store.move(at, to: try at.parent.appending(doomedName), version: nil)
+                _ = try await store.move(from, to: doomed, version: nil)
                 break
             } catch where error.code == .noSuchItem {
-                from = try await found(named: aside.name).first
+                // Moved on with its folder, or renamed already by a MOVE whose answer was
+                // lost (sent again, it met 404): then the doomed name is found below.
+                at = try await found(named: aside.name).first
             }
         }
-        try await removeDoomed(try aside.parent.appending(doomedName))
+        // Neither deleted nor found: the journal entry stays, and the clean-up looks again.
+        guard try await removeDoomed(doomed) else { throw asideGone(target) }
     }
 
     /// Deletes the doomed old version at `doomed`, or wherever its name is found when it
-    /// is not there (its folder moved by another client).
-    func removeDoomed(_ doomed: RemotePath) async throws(ProviderError) {
+    /// is not there (its folder moved by another client); false when it is found nowhere.
+    @discardableResult
+    func removeDoomed(_ doomed: RemotePath) async throws(ProviderError) -> Bool {
         do {
             try await store.delete(doomed, version: nil)
-            return
+            return true
         } catch where error.code == .noSuchItem {}
-        for moved in try await found(named: doomed.name) { try await removeIfPresent(moved) }
+        let found = try await found(named: doomed.name)
+        for moved in found { try await removeIfPresent(moved) }
+        return !found.isEmpty
     }
 
     /// The version set aside at `aside`, listed where it is now: there, or, when another
@@ -310,7 +318,8 @@ extension SyncProvider {
         do {
             _ = try await store.move(path, to: scratch.aside, version: nil)
         } catch where error.code == .noSuchItem {
-            return nil
+            // A MOVE that landed though its answer was lost is sent again and meets 404.
+            guard try await exists(scratch.aside) else { return nil }
         }
         guard let (there, aside) = try await listAside(scratch.aside) else { throw asideGone(path) }
         guard aside.entry.etag?.sameValue(as: base) == true else {
@@ -336,7 +345,7 @@ extension SyncProvider {
         guard let aside = try await setAside(path, scratch: scratch, base: version, mismatch: .deletionRejected) else {
             return  // gone already: a replay, or deleted there too
         }
-        try await removeAside(aside)
+        try await removeAside(aside, of: path)
     }
 
     /// Checks that the bundle at `path` is still `version` before a move: a store's own
@@ -354,7 +363,8 @@ extension SyncProvider {
     /// the write replaced) — a version another client wrote meanwhile is kept beside it
     /// under a conflict-copy name for `host` instead, added to the conflict list, and
     /// returned (the caller says so in its log). A half-built new version is removed, and
-    /// so is a doomed old one (checked, and being deleted: never put back).
+    /// so is a doomed old one (checked, and being deleted: never put back); an old version
+    /// that is `base` is deleted through its doomed name too (`removeAside`).
     @discardableResult
     public func cleanUpScratch(beside target: RemotePath, token: String, base: ETag?,
                                host: String?) async throws(ProviderError) -> [RemotePath] {
@@ -365,7 +375,7 @@ extension SyncProvider {
             if try await !exists(target) {
                 try await putBack(scratch.aside, to: target)
             } else if let base, try await bundleListing(at: scratch.aside).entry.etag?.sameValue(as: base) == true {
-                try await removeIfPresent(scratch.aside)
+                try await removeAside(scratch.aside, of: target)
             } else {
                 let taken = Set(try await store.children(of: target.parent).map(\.path.name))
                 let name = ConflictName.make(for: target.name, date: clock.now(), host: host ?? "recovered", taken: taken)

@@ -135,7 +135,9 @@ extension SyncProvider {
         do {
             _ = try await store.move(path, to: scratch.aside, version: nil)
         } catch where error.code == .noSuchItem {
-            return  // gone already: a replay, or deleted there too
+            // Gone already (a replay, or deleted there too) — unless the MOVE landed though
+            // its answer was lost: sent again, it met 404.
+            guard try await exists(scratch.aside) else { return }
         }
         // Another client may have moved the parent meanwhile: the folder set aside moved
         // along, and is checked and deleted where it is now.
@@ -147,7 +149,7 @@ extension SyncProvider {
             let note = kept.isEmpty ? "" : "; the folder made again there meanwhile is kept, the old one as \(kept.map(\.description).joined(separator: ", "))"
             throw ProviderError(error.code, error.message + note, underlying: error.underlying)
         }
-        try await removeAside(there)
+        try await removeAside(there, of: path)
     }
 
     /// Throws `deletionRejected` unless every remote entry below `path` is recorded below

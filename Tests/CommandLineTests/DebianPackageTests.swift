@@ -10,7 +10,7 @@ import Glibc
 enum InstalledPackage {
     static var present: Bool {
         let query = try? ChildProcess.collect("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "tidesync"])
-        return String(decoding: query?.output ?? Data(), as: UTF8.self).contains("installed")
+        return String(decoding: query?.output ?? Data(), as: UTF8.self) == "install ok installed"
     }
 }
 

@@ -85,7 +85,7 @@ struct BundleAsideMoveTests {
         #expect(left == ["A.app"], "left beside the bundle: \(left)")
     }
 
-    /// Leaves the entries named like a version set aside out of the first walk of the whole
+    /// Leaves the entries named like a version set aside (or doomed) out of the first walk of the whole
     /// tree, as a walk that ran while another client moved their folder misses them.
     final class FirstWalkMissesAsideStore: ForwardingStore, @unchecked Sendable {
         private var walks = 0
@@ -94,7 +94,9 @@ struct BundleAsideMoveTests {
             let entries = try await inner.descendants(of: path)
             guard path.isRoot else { return entries }
             walks += 1
-            return walks > 1 ? entries : entries.filter { !$0.path.name.hasSuffix(BundleManifest.asideSuffix) }
+            return walks > 1 ? entries : entries.filter {
+                !$0.path.name.hasSuffix(BundleManifest.asideSuffix) && !$0.path.name.hasSuffix(BundleManifest.doomedSuffix)
+            }
         }
     }
 

@@ -13,7 +13,7 @@ import TestSupport
 /// its doomed name before the DELETE, and what is under that name is only ever deleted.
 @Suite("A folder DELETE the server carries out in part")
 struct PartialDeleteTests {
-    /// The first DELETE of one of our scratch folders removes the files `removing` picks
+    /// The first DELETE of one of our scratch folders that exists removes the files `removing` picks
     /// inside it, optionally moves `dir` to `moved` (another client's move), then fails as
     /// rclone answered (405).
     final class PartialDeleteStore: ForwardingStore, @unchecked Sendable {
@@ -29,11 +29,11 @@ struct PartialDeleteTests {
         }
 
         override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
-            guard !failed, path.name.hasPrefix(BundleManifest.scratchPrefix + "bundle-") else {
+            let root = disk + "/" + path.description
+            guard !failed, path.name.hasPrefix(BundleManifest.scratchPrefix + "bundle-"), FileManager.default.fileExists(atPath: root) else {
                 return try await inner.delete(path, version: version)
             }
             failed = true
-            let root = disk + "/" + path.description
             let files = (FileManager.default.enumerator(atPath: root)?.allObjects as? [String]) ?? []
             for file in files where removing(file) { try? FileManager.default.removeItem(atPath: root + "/" + file) }
             if movesFolder { _ = try await inner.move(try RemotePath(["dir"]), to: try RemotePath(["moved"]), version: nil) }
@@ -112,5 +112,85 @@ struct PartialDeleteTests {
         for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
             #expect(readFile(folder + "/A.app/" + member) == "new " + member)
         }
+    }
+}
+
+/// The clean-up's own delete, and a set-aside MOVE whose answer was lost.
+@Suite("Old versions deleted by the clean-up, and a set-aside whose answer was lost")
+struct CleanUpDeleteTests {
+    @Test("an old version the clean-up deletes, cut short, is not kept as a conflict copy")
+    func cleanUpDeleteCutShort() async throws {
+        let scratch = temporaryPath("tidesync-partial-")
+        defer { removeTree(scratch) }
+        let disk = scratch + "/remote"
+        // As a crash left it: the new version in place, the old one (the base) set aside.
+        for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
+            try writeFile(disk + "/dir/A.app/" + member, "new " + member)
+            try writeFile(disk + "/dir/.tidesync-bundle-T-old/" + member, "old " + member)
+        }
+        let store = PartialDeleteTests.PartialDeleteStore(LocalDirectoryStore(root: disk), disk: disk, movesFolder: false) { $0 == "Data/a.txt" }
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let provider = SyncProvider(store: store, state: database)
+        let bundle = try RemotePath(string: "dir/A.app")
+        let aside = try BundleScratch(beside: bundle, token: "T").aside
+        let base = try #require(try await provider.bundleListing(at: aside).entry.etag)
+        await #expect(throws: ProviderError.self) {
+            try await provider.cleanUpScratch(beside: bundle, token: "T", base: base, host: "here")
+        }
+        let kept = try await provider.cleanUpScratch(beside: bundle, token: "T", base: base, host: "here")
+        #expect(kept.isEmpty, "kept: \(kept)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: disk + "/dir")) ?? []) == ["A.app"])
+        #expect(readFile(disk + "/dir/A.app/Data/a.txt") == "new Data/a.txt")
+    }
+
+    /// Carries out the first MOVE to a name set aside, then answers as a MOVE sent again
+    /// after its answer was lost does (404).
+    final class LostMoveAnswerStore: ForwardingStore, @unchecked Sendable {
+        private var lost = false
+
+        override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
+            let entry = try await inner.move(source, to: destination, version: version)
+            guard !lost, destination.name.hasSuffix(BundleManifest.asideSuffix) else { return entry }
+            lost = true
+            throw ProviderError(.noSuchItem, "\(source) is not on the server (404)")
+        }
+    }
+
+    @Test("a bundle whose set-aside MOVE landed though its answer was lost is checked and deleted")
+    func lostAnswerBundle() async throws {
+        let scratch = temporaryPath("tidesync-lost-")
+        defer { removeTree(scratch) }
+        let disk = scratch + "/remote"
+        try writeFile(disk + "/dir/A.app/Index.xml", "old")
+        try writeFile(disk + "/dir/keep.txt", "keep")
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let provider = SyncProvider(store: LostMoveAnswerStore(LocalDirectoryStore(root: disk)), state: database)
+        let bundle = try RemotePath(string: "dir/A.app")
+        let version = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+        try await provider.deleteBundle(bundle, version: version, scratchToken: "T")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: disk + "/dir")) ?? []) == ["keep.txt"])
+    }
+
+    @Test("a folder whose set-aside MOVE landed though its answer was lost is checked and deleted")
+    func lostAnswerFolder() async throws {
+        let scratch = temporaryPath("tidesync-lost-")
+        defer { removeTree(scratch) }
+        let disk = scratch + "/remote"
+        try writeFile(disk + "/dir/F/a.txt", "a")
+        try writeFile(disk + "/dir/keep.txt", "keep")
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let inner = LocalDirectoryStore(root: disk)
+        let provider = SyncProvider(store: LostMoveAnswerStore(inner), state: database)
+        var folder: ItemRecord?
+        for (path, kind) in [("dir", ItemKind.folder), ("dir/F", .folder), ("dir/F/a.txt", .file)] {
+            let at = try RemotePath(string: path)
+            let record = try provider.record(at: at, item: nil, kind: kind, remote: try await inner.entry(at: at), local: nil, operation: nil)
+            if path == "dir/F" { folder = record }
+        }
+        try await provider.deleteFolder(try RemotePath(string: "dir/F"), of: try #require(folder), scratchToken: "T")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: disk + "/dir")) ?? []) == ["keep.txt"])
     }
 }
