@@ -12,50 +12,42 @@ import TestSupport
 @Suite("Bundle replacement beside a folder move")
 struct BundleAsideMoveTests {
     /// Moves the folder `folder` to `movedTo` just before the first DELETE of an old bundle
-    /// version set aside, as another client did in the two-client test (Apache, seed 1207).
+    /// version set aside (or doomed), as another client did in the two-client test (Apache,
+    /// seed 1207); with `beforeDoom`, just before the old version, checked, is renamed to
+    /// its doomed name instead.
     final class FolderMovedBeforeDeleteStore: ForwardingStore, @unchecked Sendable {
-        let folder: RemotePath, movedTo: RemotePath
+        let folder: RemotePath, movedTo: RemotePath, beforeDoom: Bool
         private var moved = false
 
-        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
+        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath, beforeDoom: Bool = false) {
             self.folder = folder
             self.movedTo = movedTo
+            self.beforeDoom = beforeDoom
             super.init(inner)
+        }
+
+        private func moveFolderOnce() async throws(ProviderError) {
+            guard !moved else { return }
+            moved = true
+            _ = try await inner.move(folder, to: movedTo, version: nil)
         }
 
         override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
-            if !moved, path.name.hasSuffix(BundleManifest.asideSuffix) || path.name.hasSuffix(BundleManifest.doomedSuffix) {
-                moved = true
-                _ = try await inner.move(folder, to: movedTo, version: nil)
+            if !beforeDoom, path.name.hasSuffix(BundleManifest.asideSuffix) || path.name.hasSuffix(BundleManifest.doomedSuffix) {
+                try await moveFolderOnce()
             }
             try await inner.delete(path, version: version)
         }
-    }
-
-    /// Moves the folder `folder` to `movedTo` just before the old version, checked, is
-    /// renamed to its doomed name.
-    final class FolderMovedBeforeDoomStore: ForwardingStore, @unchecked Sendable {
-        let folder: RemotePath, movedTo: RemotePath
-        private var moved = false
-
-        init(_ inner: any RemoteStore, folder: RemotePath, movedTo: RemotePath) {
-            self.folder = folder
-            self.movedTo = movedTo
-            super.init(inner)
-        }
 
         override func move(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
-            if !moved, destination.name.hasSuffix(BundleManifest.doomedSuffix) {
-                moved = true
-                _ = try await inner.move(folder, to: movedTo, version: nil)
-            }
+            if beforeDoom, destination.name.hasSuffix(BundleManifest.doomedSuffix) { try await moveFolderOnce() }
             return try await inner.move(source, to: destination, version: version)
         }
     }
 
     @Test("the old version, checked, is deleted even when its folder was moved away before its last rename")
     func asideFollowedBeforeDoom() async throws {
-        try await replaceAcrossAMove { FolderMovedBeforeDoomStore($0, folder: $1, movedTo: $2) }
+        try await replaceAcrossAMove { FolderMovedBeforeDeleteStore($0, folder: $1, movedTo: $2, beforeDoom: true) }
     }
 
     @Test("the old version set aside is deleted even when its folder was moved away before the delete")

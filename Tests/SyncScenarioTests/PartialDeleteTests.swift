@@ -53,6 +53,16 @@ struct PartialDeleteTests {
         return (disk, SyncProvider(store: store, state: database), database, scratch)
     }
 
+    /// Runs `step`, which the partial DELETE must make fail, then the clean-up the next
+    /// pass does with the journal entry the failed step left: it keeps nothing as a
+    /// conflict copy.
+    func failThenCleanUp(_ provider: SyncProvider, beside target: RemotePath, base: ETag?,
+                         _ step: () async throws -> Void) async throws {
+        await #expect(throws: ProviderError.self) { try await step() }
+        let kept = try await provider.cleanUpScratch(beside: target, token: "T", base: base, host: "here")
+        #expect(kept.isEmpty, "kept: \(kept)")
+    }
+
     func names(_ path: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["(no folder)"]).sorted()
     }
@@ -63,12 +73,9 @@ struct PartialDeleteTests {
         defer { try? database.close(); removeTree(scratch) }
         let bundle = try RemotePath(string: "dir/A.app")
         let version = try #require(try await provider.bundleListing(at: bundle).entry.etag)
-        await #expect(throws: ProviderError.self) {
+        try await failThenCleanUp(provider, beside: bundle, base: version) {
             try await provider.deleteBundle(bundle, version: version, scratchToken: "T")
         }
-        // What the next pass does with the journal entry the failed step left.
-        let kept = try await provider.cleanUpScratch(beside: bundle, token: "T", base: version, host: "here")
-        #expect(kept.isEmpty, "kept: \(kept)")
         #expect(names(disk + (movesFolder ? "/moved" : "/dir")) == ["keep.txt"])
     }
 
@@ -85,11 +92,9 @@ struct PartialDeleteTests {
             if path == "dir/A.app" { folder = record }
         }
         let path = try RemotePath(string: "dir/A.app")
-        await #expect(throws: ProviderError.self) {
+        try await failThenCleanUp(provider, beside: path, base: nil) {
             try await provider.deleteFolder(path, of: try #require(folder), scratchToken: "T")
         }
-        let kept = try await provider.cleanUpScratch(beside: path, token: "T", base: nil, host: "here")
-        #expect(kept.isEmpty, "kept: \(kept)")
         #expect(names(disk + (movesFolder ? "/moved" : "/dir")) == ["keep.txt"])
     }
 
@@ -102,11 +107,9 @@ struct PartialDeleteTests {
         for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
             try writeFile(disk + "/dir/.tidesync-bundle-T/" + member, "new " + member)
         }
-        await #expect(throws: ProviderError.self) {
+        try await failThenCleanUp(provider, beside: bundle, base: base) {
             try await provider.swapIn(try BundleScratch(beside: bundle, token: "T"), at: bundle, base: base)
         }
-        let kept = try await provider.cleanUpScratch(beside: bundle, token: "T", base: base, host: "here")
-        #expect(kept.isEmpty, "kept: \(kept)")
         let folder = disk + (movesFolder ? "/moved" : "/dir")
         #expect(names(folder) == ["A.app", "keep.txt"])
         for member in ["Index.xml", "Data/a.txt", "Data/b.txt"] {
@@ -157,40 +160,39 @@ struct CleanUpDeleteTests {
         }
     }
 
-    @Test("a bundle whose set-aside MOVE landed though its answer was lost is checked and deleted")
-    func lostAnswerBundle() async throws {
+    /// Makes `file` (and `dir/keep.txt`) on a remote on disk and deletes an item through a `LostMoveAnswerStore` with `delete`: only `keep.txt` may be left.
+    func deleteWithLostAnswer(_ file: String, _ delete: (SyncProvider, LocalDirectoryStore) async throws -> Void) async throws {
         let scratch = temporaryPath("tidesync-lost-")
         defer { removeTree(scratch) }
         let disk = scratch + "/remote"
-        try writeFile(disk + "/dir/A.app/Index.xml", "old")
-        try writeFile(disk + "/dir/keep.txt", "keep")
-        let database = try StateDatabase(path: scratch + "/state.sqlite")
-        defer { try? database.close() }
-        let provider = SyncProvider(store: LostMoveAnswerStore(LocalDirectoryStore(root: disk)), state: database)
-        let bundle = try RemotePath(string: "dir/A.app")
-        let version = try #require(try await provider.bundleListing(at: bundle).entry.etag)
-        try await provider.deleteBundle(bundle, version: version, scratchToken: "T")
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: disk + "/dir")) ?? []) == ["keep.txt"])
-    }
-
-    @Test("a folder whose set-aside MOVE landed though its answer was lost is checked and deleted")
-    func lostAnswerFolder() async throws {
-        let scratch = temporaryPath("tidesync-lost-")
-        defer { removeTree(scratch) }
-        let disk = scratch + "/remote"
-        try writeFile(disk + "/dir/F/a.txt", "a")
+        try writeFile(disk + "/" + file, "old")
         try writeFile(disk + "/dir/keep.txt", "keep")
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
         let inner = LocalDirectoryStore(root: disk)
-        let provider = SyncProvider(store: LostMoveAnswerStore(inner), state: database)
-        var folder: ItemRecord?
-        for (path, kind) in [("dir", ItemKind.folder), ("dir/F", .folder), ("dir/F/a.txt", .file)] {
-            let at = try RemotePath(string: path)
-            let record = try provider.record(at: at, item: nil, kind: kind, remote: try await inner.entry(at: at), local: nil, operation: nil)
-            if path == "dir/F" { folder = record }
-        }
-        try await provider.deleteFolder(try RemotePath(string: "dir/F"), of: try #require(folder), scratchToken: "T")
+        try await delete(SyncProvider(store: LostMoveAnswerStore(inner), state: database), inner)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: disk + "/dir")) ?? []) == ["keep.txt"])
+    }
+
+    @Test("a bundle whose set-aside MOVE landed though its answer was lost is checked and deleted")
+    func lostAnswerBundle() async throws {
+        try await deleteWithLostAnswer("dir/A.app/Index.xml") { provider, _ in
+            let bundle = try RemotePath(string: "dir/A.app")
+            let version = try #require(try await provider.bundleListing(at: bundle).entry.etag)
+            try await provider.deleteBundle(bundle, version: version, scratchToken: "T")
+        }
+    }
+
+    @Test("a folder whose set-aside MOVE landed though its answer was lost is checked and deleted")
+    func lostAnswerFolder() async throws {
+        try await deleteWithLostAnswer("dir/F/a.txt") { provider, inner in
+            var folder: ItemRecord?
+            for (path, kind) in [("dir", ItemKind.folder), ("dir/F", .folder), ("dir/F/a.txt", .file)] {
+                let at = try RemotePath(string: path)
+                let record = try provider.record(at: at, item: nil, kind: kind, remote: try await inner.entry(at: at), local: nil, operation: nil)
+                if path == "dir/F" { folder = record }
+            }
+            try await provider.deleteFolder(try RemotePath(string: "dir/F"), of: try #require(folder), scratchToken: "T")
+        }
     }
 }
