@@ -21,11 +21,19 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// How long `password_command` may run — a keyring waiting for the user to unlock
+    /// it included — before it is stopped and the password counts as unavailable (the
+    /// domain then parks as not authenticated and is tried again later). Without a bound
+    /// a command that never ends (a prompt nobody answers, a hung agent) held the
+    /// domain, and the thread that ran it, for ever.
+    public static let commandTimeout: Duration = .seconds(60)
+
     /// Reads the password now. Returns `nil` only for an unset environment
     /// variable. Errors name the source and never contain the password or the
-    /// command's output. Blocks while a command runs.
+    /// command's output. Blocks while a command runs, at most `timeout`.
     public func resolvePassword(
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        timeout: Duration = commandTimeout
     ) throws(PasswordError) -> Password? {
         switch self {
         case .environment(let variable):
@@ -33,7 +41,7 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
         case .file(let path):
             return try Password(cleartext: Self.readPasswordFile(path))
         case .command(let command):
-            return try Password(cleartext: Self.run(command))
+            return try Password(cleartext: Self.run(command, timeout: timeout))
         }
     }
 
@@ -51,29 +59,103 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
         return dropTrailingNewline(String(decoding: data, as: UTF8.self))
     }
 
-    private static func run(_ command: String) throws(PasswordError) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        let output = Pipe()
-        process.standardOutput = output
-        // The command's error output may echo what it read; it is discarded.
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw .commandNotStarted(command: command)
+    /// The most a password command may print.
+    static let maximumOutput = 64 * 1024
+
+    private static func run(_ command: String, timeout: Duration) throws(PasswordError) -> String {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw .commandNotStarted(command: command) }
+        let (readEnd, writeEnd) = (ends[0], ends[1])
+        defer { close(readEnd) }
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        let pid = spawnShell(command, stdout: writeEnd)
+        close(writeEnd)
+        guard let pid else { throw .commandNotStarted(command: command) }
+        let deadline = ContinuousClock.now + timeout
+        guard let data = readToEnd(readEnd, until: deadline), let status = waitForExit(pid, until: deadline) else {
+            stop(pid)
+            throw .commandTimedOut(command: command, seconds: timeout.components.seconds)
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationReason == .exit else {
-            throw .commandKilled(command: command, signal: process.terminationStatus)
-        }
-        guard process.terminationStatus == 0 else {
-            throw .commandFailed(command: command, status: process.terminationStatus)
-        }
+        let signal = status & 0x7f
+        guard signal == 0 else { throw .commandKilled(command: command, signal: signal) }
+        guard (status >> 8) & 0xff == 0 else { throw .commandFailed(command: command, status: (status >> 8) & 0xff) }
         return dropTrailingNewline(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Starts `/bin/sh -c command` with stdin and stderr on /dev/null (its error output
+    /// may echo what it read) and stdout on `stdout`; nil when it cannot start. Not with
+    /// Foundation's `Process`: it takes the end of a command for the end of every process
+    /// that inherited its descriptors (a `sleep` the shell started kept a stopped command
+    /// "running" until it ended), and passes the daemon's descriptors to it. The child gets
+    /// the default signal dispositions and an empty mask, so SIGTERM stops it.
+    private static func spawnShell(_ command: String, stdout: Int32) -> pid_t? {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let arguments: [String] = ["sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        return posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp) == 0 ? pid : nil
+    }
+
+    /// Reads `descriptor` to its end (at most `maximumOutput` bytes are kept); nil when
+    /// `deadline` comes first. The wait is poll's, not a read that could block past it.
+    private static func readToEnd(_ descriptor: Int32, until deadline: ContinuousClock.Instant) -> Data? {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let left = deadline - .now
+            guard left > .zero else { return nil }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let waited = poll(&ready, 1, Int32(min(1000, max(1, left / .milliseconds(1)))))
+            if waited < 0, errno != EINTR { return data }
+            guard waited > 0 else { continue }
+            let count = read(descriptor, &buffer, buffer.count)
+            if count == 0 { return data }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return data
+            }
+            if data.count < maximumOutput { data.append(contentsOf: buffer[..<min(count, maximumOutput - data.count)]) }
+        }
+    }
+
+    /// Waits for the shell `pid` to end (a command may close its output and go on) and
+    /// reaps it; its wait status, or nil when `deadline` comes first.
+    private static func waitForExit(_ pid: pid_t, until deadline: ContinuousClock.Instant) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { return status }
+            if reaped < 0, errno != EINTR { return 0 }
+            guard ContinuousClock.now < deadline else { return nil }
+            usleep(10_000)  // a child's end is no event a descriptor here reports
+        }
+    }
+
+    /// Stops a command that ran too long: SIGTERM, then SIGKILL a second later; reaps it.
+    private static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        if waitForExit(pid, until: .now + .seconds(1)) == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
     }
 
     private static func dropTrailingNewline(_ text: String) -> String {
@@ -112,6 +194,8 @@ public enum PasswordError: Error, Sendable, Equatable, CustomStringConvertible {
     case commandFailed(command: String, status: Int32)
     /// The command was killed by a signal.
     case commandKilled(command: String, signal: Int32)
+    /// The command did not end within `CredentialSource.commandTimeout`, and was stopped.
+    case commandTimedOut(command: String, seconds: Int64)
     /// The password file is missing, not a file, or unreadable.
     case fileUnreadable(path: String, reason: String)
     /// The password file can be read or written by group or others.
@@ -126,6 +210,8 @@ public enum PasswordError: Error, Sendable, Equatable, CustomStringConvertible {
             "password_command \(command) failed with exit status \(status); run it in a shell to see why"
         case .commandKilled(let command, let signal):
             "password_command \(command) was killed by signal \(signal)"
+        case .commandTimedOut(let command, let seconds):
+            "password_command \(command) did not finish within \(seconds) s and was stopped (is the keyring locked, or waiting for a prompt?); run it in a shell to see why"
         case .fileUnreadable(let path, let reason):
             "password_file \(path) cannot be read: \(reason)"
         case .fileTooOpen(let path, let mode):

@@ -93,6 +93,9 @@ public typealias PasswordSource = @Sendable () throws(ProviderError) -> String?
 struct Credentials {
     var header: String?
     var refused = false
+    /// The password source running now, on a thread of its own; every request that
+    /// needs its answer waits for this one run.
+    var refreshing: Task<Result<String?, ProviderError>, Never>?
 }
 
 /// A response whose body was collected into memory (metadata requests only).
@@ -198,20 +201,50 @@ final class WebDAVConnection: Sendable {
     }
 
     /// `request` with the current `Authorization` header; after a 401 the password source
-    /// is asked again first (one caller runs it, the others wait for its answer).
-    func authorized(_ request: HTTPClientRequest) throws(ProviderError) -> HTTPClientRequest {
-        let header = try credentials.withLock { (state: inout Credentials) throws(ProviderError) -> String? in
-            if state.refused, let passwordSource, let username = endpoint.username {
-                let password = try passwordSource()
-                state.header = WebDAVEndpoint.basicAuthorization(username: username, password: password)
-                state.refused = false
-            }
-            return state.header
-        }
+    /// is asked again first (one caller runs it, the others wait for its answer). The
+    /// source may run `password_command` for up to a minute (a keyring waiting to be
+    /// unlocked): it runs on a thread of its own, and the requests wait without holding
+    /// a lock or a thread of the shared pool — held under the lock, it stalled every task
+    /// of the daemon that needed a thread meanwhile.
+    func authorized(_ request: HTTPClientRequest) async throws(ProviderError) -> HTTPClientRequest {
+        let header = try await currentHeader()
         var request = request
         request.headers.remove(name: "Authorization")
         if let header { request.headers.add(name: "Authorization", value: header) }
         return request
+    }
+
+    private func currentHeader() async throws(ProviderError) -> String? {
+        let source = passwordSource
+        let refresh = credentials.withLock { (state: inout Credentials) -> Task<Result<String?, ProviderError>, Never>? in
+            if let running = state.refreshing { return running }
+            guard state.refused, let source, endpoint.username != nil else { return nil }
+            let task = Task<Result<String?, ProviderError>, Never> { await Self.onOwnThread(source) }
+            state.refreshing = task
+            return task
+        }
+        guard let refresh else { return credentials.withLock { $0.header } }
+        let result = await refresh.value
+        return try credentials.withLock { (state: inout Credentials) throws(ProviderError) -> String? in
+            if state.refreshing == refresh {
+                state.refreshing = nil
+                if case .success(let password) = result, let username = endpoint.username {
+                    state.header = WebDAVEndpoint.basicAuthorization(username: username, password: password)
+                    state.refused = false
+                }
+            }
+            if case .failure(let error) = result { throw error }
+            return state.header
+        }
+    }
+
+    /// Runs `source` on a new thread and waits for its answer without holding one.
+    private static func onOwnThread(_ source: @escaping PasswordSource) async -> Result<String?, ProviderError> {
+        await withCheckedContinuation { (done: CheckedContinuation<Result<String?, ProviderError>, Never>) in
+            Thread {
+                do throws(ProviderError) { done.resume(returning: .success(try source())) } catch { done.resume(returning: .failure(error)) }
+            }.start()
+        }
     }
 
     /// Notes the server's answer: a 401 means the password it was sent is no longer good.
@@ -231,7 +264,7 @@ final class WebDAVConnection: Sendable {
     /// answer that left a body unread) never reached it: it is sent once more, on a new
     /// connection. Held to the low-speed limit, like every exchange.
     func send(_ request: HTTPClientRequest) async throws(ProviderError) -> CollectedResponse {
-        let request = try authorized(request)
+        let request = try await authorized(request)
         let client = try await client()
         var attempt = 0
         while true {
@@ -275,7 +308,7 @@ final class WebDAVConnection: Sendable {
     /// low-speed limit, and then fails with `serverUnreachable`.
     func stream<T: Sendable>(_ request: HTTPClientRequest, meter: TransferMeter,
                              _ consume: @escaping @Sendable (HTTPClientResponse) async throws -> T) async throws(ProviderError) -> T {
-        let request = try authorized(request)
+        let request = try await authorized(request)
         let client = try await client()
         var attempt = 0
         while true {

@@ -51,6 +51,21 @@ struct PasswordTests {
         }
     }
 
+    @Test("a command that does not end in time is stopped, and says so", arguments: [
+        "sleep 30",
+        // Prints a password, closes its output, and goes on.
+        "printf 'pw\\n'; exec >&-; sleep 30",
+    ])
+    func commandTimesOut(_ command: String) throws {
+        let started = ContinuousClock.now
+        #expect(throws: PasswordError.commandTimedOut(command: command, seconds: 1)) {
+            _ = try CredentialSource.command(command).resolvePassword(environment: [:], timeout: .seconds(1))
+        }
+        // Bounded by the timeout and the stop (SIGTERM, then SIGKILL a second later), not by the command.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(PasswordError.commandTimedOut(command: command, seconds: 60).description.contains("did not finish within 60 s"))
+    }
+
     @Test("a password is redacted wherever it is printed")
     func redacted() {
         let password = Password(cleartext: "hunter2")

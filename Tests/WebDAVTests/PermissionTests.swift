@@ -165,6 +165,46 @@ struct PermissionTests {
         }
     }
 
+    /// A password command that takes its time (a keyring waiting to be unlocked) ran under
+    /// a lock on a thread of the shared pool: every other request blocked on that lock, and
+    /// with them every thread, so nothing else in the process ran until it ended.
+    @Test("while the password source runs, many requests wait for its one answer and the process's other tasks go on")
+    func slowPasswordSource() async throws {
+        let accepted = Mutex("one")
+        let server = try FakeDAVServer { request in
+            let expected = "Basic " + Data("u:\(accepted.withLock { $0 })".utf8).base64EncodedString()
+            return request.headers["authorization"] == expected ? FakeDAVServer.emptyRoot : .init(status: 401)
+        }
+        defer { server.stop() }
+        let release = DispatchSemaphore(value: 0)
+        let released = Atomic(false)
+        let reads = Atomic(0)
+        let store = WebDAVStore(
+            endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "one", allowInsecureHTTP: false),
+            passwordSource: { () throws(ProviderError) -> String? in
+                reads.add(1, ordering: .relaxed)
+                // Until the test, which needs a thread of the pool to get there, lets it go
+                // (a bound, so that the old way fails instead of hanging).
+                released.store(release.wait(timeout: .now() + 20) == .success, ordering: .relaxed)
+                return "two"
+            })
+        try await Self.using(store) {
+            accepted.withLock { $0 = "two" }
+            await #expect(throws: ProviderError.self) { _ = try await store.entry(at: .root) }  // the refusal
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<64 { group.addTask { _ = try await store.entry(at: .root) } }
+                // The source is running (or about to): these tasks need the pool's threads.
+                try await eventually("the password source to be asked") { reads.load(ordering: .relaxed) > 0 }
+                for _ in 0..<8 { await Task.detached { await Task.yield() }.value }
+                release.signal()
+                try await group.waitForAll()
+            }
+            let (wasReleased, runs) = (released.load(ordering: .relaxed), reads.load(ordering: .relaxed))
+            #expect(wasReleased, "the other tasks waited for the password source")
+            #expect(runs == 1, "one run for all the requests that waited")
+        }
+    }
+
     /// Runs `body`, then shuts `store` down whether it threw or not (an HTTP client left
     /// running stops the whole test process).
     static func using(_ store: WebDAVStore, _ body: () async throws -> Void) async throws {
