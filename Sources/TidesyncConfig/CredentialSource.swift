@@ -87,8 +87,8 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
     /// may echo what it read) and stdout on `stdout`; nil when it cannot start. Not with
     /// Foundation's `Process`: it takes the end of a command for the end of every process
     /// that inherited its descriptors (a `sleep` the shell started kept a stopped command
-    /// "running" until it ended), and passes the daemon's descriptors to it. The child gets
-    /// the default signal dispositions and an empty mask, so SIGTERM stops it.
+    /// "running" until it ended). The child gets the default signal dispositions and an
+    /// empty mask, so SIGTERM stops it.
     private static func spawnShell(_ command: String, stdout: Int32) -> pid_t? {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
