@@ -54,7 +54,7 @@ let package = Package(
             "SyncEngine", "SyncModel", "ContentHash", "SystemCalls", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "TidesyncConfig", dependencies: [
-            "SyncModel",
+            "SyncModel", "SystemCalls",
             .product(name: "TOMLKit", package: "TOMLKit"),
         ]),
         .target(name: "Control", dependencies: [.product(name: "Logging", package: "swift-log")]),
@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "HashBench", dependencies: ["Replica", "SyncEngine"], path: "packaging/bench/HashBench"),
         // What every test target shares: the seeded generator, the private servers' environment,
         // temporary paths and trees, spawning the real binary and tools, waiting for conditions.
-        .target(name: "TestSupport", dependencies: ["SyncModel"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["SyncModel", "SystemCalls"], path: "Tests/TestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SyncModelTests", dependencies: ["TestSupport", "SyncModel"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["TestSupport", "SyncEngine", "SyncModel"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 /// Where a domain's password comes from. The configuration never holds the
 /// password itself; ``resolvePassword(environment:)`` reads it when needed.
@@ -87,8 +88,9 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
     /// may echo what it read) and stdout on `stdout`; nil when it cannot start. Not with
     /// Foundation's `Process`: it takes the end of a command for the end of every process
     /// that inherited its descriptors (a `sleep` the shell started kept a stopped command
-    /// "running" until it ended). The child gets the default signal dispositions and an
-    /// empty mask, so SIGTERM stops it.
+    /// "running" until it ended). The child starts clean (`CleanSpawn`): SIGTERM stops it,
+    /// and it holds none of the daemon's descriptors (sockets, the state DB, the fanotify
+    /// group) but the three it is given.
     private static func spawnShell(_ command: String, stdout: Int32) -> pid_t? {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -96,21 +98,8 @@ public enum CredentialSource: Sendable, Equatable, CustomStringConvertible {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, stdout, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let arguments: [String] = ["sh", "-c", command]
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        return posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp) == 0 ? pid : nil
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        return try? CleanSpawn.spawn("/bin/sh", arguments: ["sh", "-c", command], environment: environment, actions: &actions)
     }
 
     /// Reads `descriptor` to its end (at most `maximumOutput` bytes are kept); nil when

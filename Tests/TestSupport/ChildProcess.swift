@@ -1,4 +1,5 @@
 import Foundation
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -55,29 +56,13 @@ public final class ChildProcess: @unchecked Sendable {
             }
             posix_spawn_file_actions_adddup2(&actions, fd, first + Int32(index))
         }
-        try Self.closeFrom(first + Int32(passing.count), in: &actions)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let pairs = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-        let envp = pairs.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        // A clean signal state: the test process blocks or ignores signals for its own
-        // handlers (Dispatch signal sources), and a child would inherit that. An Apache
-        // started so never saw its SIGUSR1 (graceful restart).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
-        guard spawned == 0 else {
-            throw SpawnFailure(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
+        let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        do {
+            processIdentifier = try CleanSpawn.spawn(executable, arguments: [executable] + arguments, environment: environment,
+                                                     actions: &actions, keeping: first + Int32(passing.count), searchPath: true)
+        } catch {
+            throw SpawnFailure(description: error.description)
         }
-        processIdentifier = pid
     }
 
     private static func add(_ stream: Stream, as target: Int32,
@@ -94,18 +79,6 @@ public final class ChildProcess: @unchecked Sendable {
             posix_spawn_file_actions_addopen(&actions, target, path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         case .descriptor(let fd):
             posix_spawn_file_actions_adddup2(&actions, fd, target)
-        }
-    }
-
-    /// Adds "close every descriptor from `lowest` up" to `actions`.
-    static func closeFrom(_ lowest: Int32, in actions: inout posix_spawn_file_actions_t) throws {
-        // glibc ≥ 2.34 has it, but its header hides it from Swift's Glibc module.
-        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        guard let symbol = dlsym(nil /* RTLD_DEFAULT */, "posix_spawn_file_actions_addclosefrom_np") else {
-            throw SpawnFailure(description: "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later is needed)")
-        }
-        guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, lowest) == 0 else {
-            throw SpawnFailure(description: "posix_spawn_file_actions_addclosefrom_np failed")
         }
     }
 

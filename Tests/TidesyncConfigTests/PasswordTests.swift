@@ -66,6 +66,17 @@ struct PasswordTests {
         #expect(PasswordError.commandTimedOut(command: command, seconds: 60).description.contains("did not finish within 60 s"))
     }
 
+    @Test("the command holds none of the daemon's descriptors, only its standard three")
+    func commandInheritsNoDescriptor() throws {
+        // Opened as `Data.write` or `FileHandle` would: without O_CLOEXEC.
+        let leaked = open("/dev/null", O_RDONLY)
+        #expect(leaked > 2)
+        defer { close(leaked) }
+        // ls opens the listed folder itself as its fourth descriptor (3).
+        let open = try CredentialSource.command("exec ls /proc/self/fd").resolvePassword(environment: [:])?.cleartext
+        #expect(open?.split(separator: "\n") == ["0", "1", "2", "3"])
+    }
+
     @Test("a password is redacted wherever it is printed")
     func redacted() {
         let password = Password(cleartext: "hunter2")
