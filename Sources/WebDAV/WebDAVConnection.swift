@@ -123,10 +123,13 @@ final class WebDAVConnection: Sendable {
     let limits: TransferLimits
     let credentials: Mutex<Credentials>
     let passwordSource: PasswordSource?
+    /// How many connections the pool keeps to the server at most.
+    let connections: Int
 
     init(endpoint: WebDAVEndpoint, connections: Int, limits: TransferLimits = TransferLimits(),
          passwordSource: PasswordSource? = nil) {
         self.endpoint = endpoint
+        self.connections = max(1, connections)
         self.limits = limits
         self.passwordSource = passwordSource
         credentials = Mutex(Credentials(header: endpoint.authorization))
@@ -140,7 +143,7 @@ final class WebDAVConnection: Sendable {
             // as the server's close is on its way gets no answer (remoteConnectionClosed).
             // Apache's KeepAliveTimeout is 5 s by default.
             connectionPool: .init(idleTimeout: .seconds(4),
-                                  concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections)),
+                                  concurrentHTTP1ConnectionsPerHostSoftLimit: self.connections),
             decompression: .disabled)
         configuration.httpVersion = .http1Only
         self.configuration = configuration

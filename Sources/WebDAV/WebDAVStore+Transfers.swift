@@ -127,7 +127,7 @@ extension WebDAVStore {
                        progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
         let file = try OpenFile(reading: source.path)
         let before = try file.status()
-        if try await writeGuard() == .locks {
+        if try await movesUploads(to: path) {
             return try await uploadViaTemporary(file, before, to: path, condition: condition, progress: progress)
         }
         var headerETag: ETag?
@@ -239,7 +239,7 @@ extension WebDAVStore {
     }
 
     public func makeFolder(at path: RemotePath) async throws(ProviderError) -> RemoteEntry {
-        if try await writeGuard() == .locks {
+        if try await movesUploads(to: path) {
             // MKCOL of an existing folder answers 201 there: make a temporary, move it into place.
             let temporary = try temporary(beside: path)
             let response = try await connection.send(connection.request("MKCOL", path: paths.requestPath(temporary, isFolder: true)))

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncEngine
+import Synchronization
 
 /// How this store keeps the contract's promise that a write of an existing item is
 /// guarded by its version, decided once per store by `probeWriteGuard()`.
@@ -15,7 +16,9 @@ enum WriteGuard: Sendable, Equatable {
     /// `If-None-Match: *` replaces an existing file), or lists no ETag that an `If-Match`
     /// could carry, but enforces WebDAV locks and answers `Overwrite: F` with 412:
     /// `rclone serve webdav` and other servers built on golang.org/x/net/webdav (which also
-    /// write PUT bodies in place), nginx with `dav_ext_lock`. Then:
+    /// write PUT bodies in place), nginx with `dav_ext_lock`. Also a server that honours
+    /// both headers but writes a PUT into the file as it arrives (WsgiDAV), when its locks
+    /// work: an upload cut short would leave a truncated file there. Then:
     /// - a file is uploaded under a hidden temporary name beside the target, its size
     ///   checked, and moved into place, so a cut upload never leaves a truncated file where
     ///   the old version was, and no reader sees a half-written one;
@@ -73,10 +76,11 @@ extension WebDAVStore {
     /// Creates a scratch file (`.tidesync-tmp-probe-…`, hidden from listings) and tests on
     /// it what a guarded write needs (`missingGuarantees`): a server that lists versions and
     /// refuses a PUT over an existing file with a stale `If-Match` (and one with
-    /// `If-None-Match: *`) is written to with those headers (Apache, lighttpd, WsgiDAV,
-    /// sabre/dav). A server that answers such a PUT on an *absent* file with 201 (WsgiDAV)
-    /// still guards writes where it matters. Otherwise its locks and `Overwrite: F` are
-    /// probed on that file before it is deleted.
+    /// `If-None-Match: *`) is written to with those headers (Apache, lighttpd, sabre/dav),
+    /// unless it writes a PUT into the file as it arrives (`writesInPlace`). A server that
+    /// answers such a PUT on an *absent* file with 201 (WsgiDAV) still guards writes where
+    /// it matters. Otherwise its locks and `Overwrite: F` are probed on that file before it
+    /// is deleted.
     func probe() async throws(ProviderError) -> WriteGuard {
         let scratch = try RemotePath([Self.probePrefix + UUID().uuidString])
         let response = try await probePut(scratch, headers: [])  // a fresh name: nothing to guard
@@ -92,10 +96,13 @@ extension WebDAVStore {
             logger.warning("cannot check how the server guards writes (a PUT of a scratch file in the sync folder was answered \(created.code)); assuming it honours If-Match")
             return .conditionalHeaders
         }
-        let lacks: [String]
+        var lacks: [String]
         do throws(ProviderError) {
             try await probeDotNames(scratch)
             lacks = try await missingGuarantees(scratch)
+            // A store of one connection (one that only makes a folder) cannot look while a
+            // PUT holds it: it takes the server for atomic, as before this check.
+            if lacks.isEmpty, connection.connections > 1, try await writesInPlace(scratch) { lacks.append(Self.inPlace) }
         } catch {
             await removeProbeFiles([scratch], token: nil)
             throw error
@@ -109,6 +116,40 @@ extension WebDAVStore {
     }
 
     static let versionless = "lists neither getetag nor getlastmodified"
+    static let inPlace = "writes a PUT into the file as it arrives (readers see it half-written, a cut upload leaves it truncated)"
+
+    /// Whether the server writes a PUT's body into the file itself as it arrives (WsgiDAV,
+    /// golang.org/x/net/webdav) instead of a temporary it renames when the body is complete
+    /// (Apache, nginx, lighttpd): `scratch` is given 8 bytes, then a PUT of 128 KiB sends
+    /// half its body and holds the rest while `scratch` is looked at on another connection,
+    /// up to 8 times over about 200 ms. Conditional headers cannot guard such a server's
+    /// writes whole: an upload cut short (a network drop, a file changed while it was sent)
+    /// leaves a truncated file that other clients download as the new version. Only a size
+    /// that changes says "in place": a busy server that has not begun the PUT yet, or one
+    /// whose size cannot be read, is taken for an atomic one, as every server was before
+    /// this probe.
+    func writesInPlace(_ scratch: RemotePath) async throws(ProviderError) -> Bool {
+        let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
+        guard (200..<300).contains(before.code) else { throw before.providerError("PUT", scratch) }
+        guard let baseline = try? await uploadedEntry(at: scratch).size else { return false }
+        let half = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 << 10)
+        let gate = HeldBody.Gate()
+        var put = connection.request("PUT", path: paths.requestPath(scratch))
+        put.body = .stream(HeldBody(half: half, gate: gate), length: .known(Int64(2 * half.readableBytes)))
+        let connection = connection
+        let upload = Task { () async -> Result<CollectedResponse, ProviderError> in
+            do throws(ProviderError) { return .success(try await connection.send(put)) } catch { return .failure(error) }
+        }
+        var seen: Int64? = baseline
+        for _ in 0..<8 where seen == baseline {
+            try? await Task.sleep(for: .milliseconds(25))
+            seen = try? await uploadedEntry(at: scratch).size
+        }
+        gate.open()
+        let status = try await upload.value.get().status
+        guard (200..<300).contains(status.code) else { throw status.providerError("PUT", scratch) }
+        return seen != nil && seen != baseline
+    }
 
     /// Whether a listing of the root names `scratch` (a name beginning with "."): nginx's
     /// dav-ext module leaves such names out of every PROPFIND Depth 1, while it serves them.
@@ -149,10 +190,10 @@ extension WebDAVStore {
         return lacks
     }
 
-    /// An empty PUT of `path` with `headers`; the answer.
-    func probePut(_ path: RemotePath, headers: [(String, String)]) async throws(ProviderError) -> CollectedResponse {
+    /// A PUT of `path` with `headers` and `body` (empty by default); the answer.
+    func probePut(_ path: RemotePath, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer()) async throws(ProviderError) -> CollectedResponse {
         var put = connection.request("PUT", path: paths.requestPath(path), headers: headers)
-        put.body = .bytes(ByteBuffer())
+        put.body = .bytes(body)
         return try await connection.send(put)
     }
 
@@ -179,7 +220,12 @@ extension WebDAVStore {
         switch verdict {
         case nil:
             logger.notice("\(what); tidesync guards writes there with WebDAV locks and moves uploads into place")
+            honoursConditions.withLock { $0 = lacks == [Self.inPlace] }
             return .locks
+        case let reason? where lacks == [Self.inPlace]:
+            // Its conditional headers still guard every write; only a cut upload is exposed.
+            logger.warning("\(what), and its locks cannot be used instead (it \(reason)): tidesync guards writes there with If-Match, and an upload cut short leaves a truncated file on the server until the next upload")
+            return .conditionalHeaders
         case let reason?:
             return .unsafe("\(what) and \(reason): tidesync could silently overwrite changes made by others there, so it does not sync with it. Use a server that honours conditional requests (Nextcloud, ownCloud, Apache mod_dav, lighttpd, WsgiDAV) or one with working locks (rclone serve webdav, nginx with dav_ext_lock)")
         }
@@ -247,6 +293,15 @@ extension WebDAVStore {
             if status.code < 500 { return false }
         }
         return false
+    }
+
+    /// True when a file or folder made at `path` is made under a temporary name and moved
+    /// into place (`WriteGuard.locks`). Not for a name with a `?` or a `;` on a server whose
+    /// conditional headers work: WsgiDAV moves such a name to the part before that
+    /// character (README, compatibility), so there it is written in place with those headers.
+    func movesUploads(to path: RemotePath) async throws(ProviderError) -> Bool {
+        guard try await writeGuard() == .locks else { return false }
+        return !(path.name.contains(where: { $0 == "?" || $0 == ";" }) && honoursConditions.withLock { $0 })
     }
 
     // MARK: Locks
@@ -539,4 +594,53 @@ extension WebDAVStore {
             return false
         }
     }
+}
+
+/// A PUT body of two equal halves, the second held until `gate` opens. Each iteration
+/// starts over (a request sent again on a new connection sends its whole body again); once
+/// open, the gate lets every later iteration through at once.
+struct HeldBody: AsyncSequence, Sendable {
+    final class Gate: Sendable {
+        private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func open() {
+            let waiting = state.withLock { state in
+                state.open = true
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for waiter in waiting { waiter.resume() }
+        }
+
+        func wait() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    if !state.open { state.waiting.append(continuation) }
+                    return state.open
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    let half: ByteBuffer
+    let gate: Gate
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: HeldBody
+        var sent = 0
+
+        mutating func next() async -> ByteBuffer? {
+            sent += 1
+            switch sent {
+            case 1: return body.half
+            case 2:
+                await body.gate.wait()
+                return body.half
+            default: return nil
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
 }

@@ -41,6 +41,9 @@ public final class WebDAVStore: RemoteStore {
     /// False once the probe found that listings leave out names beginning with "." (nginx's
     /// dav-ext module): a listing says so (`RemoteListing.hidesDotNames`).
     let listsDotNames = Mutex(true)
+    /// True once the probe chose locks only because a PUT is written in place, on a server
+    /// whose conditional headers work (WsgiDAV): see `movesUploads(to:)`.
+    let honoursConditions = Mutex(false)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
@@ -67,11 +70,22 @@ public final class WebDAVStore: RemoteStore {
         """
 
     /// The raw answer to PROPFIND `path` at `depth` (a folder URL gets a trailing slash).
+    /// A listing answered 500 is asked for twice more, 100 and 200 ms later: WsgiDAV fails
+    /// a PROPFIND Depth 1 with 500 when a member goes (another client's delete or move)
+    /// between its reading the folder and describing that member, and a pass should not
+    /// fail for that.
     func propfindResponse(_ path: RemotePath, depth: String, isFolder: Bool) async throws(ProviderError) -> CollectedResponse {
         var request = connection.request("PROPFIND", path: paths.requestPath(path, isFolder: isFolder),
                                          headers: [("Depth", depth), ("Content-Type", "application/xml; charset=utf-8")])
         request.body = .bytes(ByteBuffer(string: Self.propfindBody))
-        return try await connection.send(request)
+        var attempt = 0
+        while true {
+            let response = try await connection.send(request)
+            attempt += 1
+            guard response.status.code == 500, attempt < 3 else { return response }
+            logger.debug("PROPFIND \(path) answered 500; asking again")
+            try? await Task.sleep(for: .milliseconds(100 * attempt))
+        }
     }
 
     /// PROPFIND `path` at `depth`: the entries the answer names, which must include

@@ -46,10 +46,6 @@ enum TwoClientServer: String, CaseIterable, Sendable {
     /// size within a second is not a new version there.
     var versionsAreSecondsAndSize: Bool { self == .nginx || self == .wsgidav }
 
-    /// True where a PUT writes into the file itself, so a cut upload leaves what arrived
-    /// (WsgiDAV; rclone does too, but is written to through temporary names and MOVE).
-    var putsInPlace: Bool { self == .wsgidav }
-
     /// Five seeds on Apache, two on each other server: the suite's wall time stays
     /// reasonable (each seed is 10-20 s of two daemons).
     var defaultSeeds: String { self == .apache ? "7,1207,90210,4242,31337" : "7,1207" }

@@ -92,11 +92,10 @@ struct RemoteStoreContractTests {
                 // Apache checks If-Match before it reads the body and holds nothing while it
                 // writes: both land (issue 13, item 4). The lock-guarded replace that fixed it
                 // corrupted Apache's lock database under load and is withdrawn (README).
-                // WsgiDAV checks If-Match and then writes the file in place, holding nothing
-                // in between: two PUTs at once both landed on a fresh-clone run too.
-                withKnownIssue("Apache and WsgiDAV answer two PUTs with the same If-Match, sent at once, both with success", isIntermittent: true) {
+                // (WsgiDAV, which did the same, is written to with locks now: its PUT is not atomic.)
+                withKnownIssue("Apache answers two PUTs with the same If-Match, sent at once, both with success", isIntermittent: true) {
                     #expect(landed == 1, "round \(round): \(outcomes.map { $0.map { "\($0.code)" } ?? "landed" }) — a version was lost without a word")
-                } when: { kind == .apache || kind == .apacheDepthInfinity || kind == .wsgidav } matching: { _ in landed == 2 }
+                } when: { kind == .apache || kind == .apacheDepthInfinity } matching: { _ in landed == 2 }
                 guard landed == 1 else { continue }
                 for case let code? in outcomes.map({ $0?.code }) {
                     #expect(code == .versionMismatch || code == .locked, "round \(round): \(code)")
@@ -363,24 +362,17 @@ struct RemoteStoreContractTests {
             let seen = halfway.withLock { $0 }
             #expect(seen != nil, "\(kind): the upload never reported reaching its half, so the source was never changed")
             let target = f.scratch.appendingPathComponent("after.bin")
-            do {
-                _ = try await f.store.download(p("doc.bin"), range: nil, version: nil, to: target, progress: nil)
-            } catch where kind == .wsgidav {
-                // Seen on a fresh-clone run: the file WsgiDAV was writing in place changed under the GET.
-                withKnownIssue("WsgiDAV writes a PUT in place: right after a cut upload the file may still change") { throw error }
-                return
-            }
+            _ = try await f.store.download(p("doc.bin"), range: nil, version: nil, to: target, progress: nil)
             let after = try Data(contentsOf: target, options: .alwaysMapped)
             let isOld = after == Data("the old version".utf8)
             let isNew = try !isOld && LargeFileContractTests.filesEqual(target, whole)
-            // WsgiDAV writes a PUT's body into the file itself (README, compatibility).
-            withKnownIssue("WsgiDAV writes a PUT in place: a cut upload leaves the bytes it got") {
-                if let onDisk, let seen {
-                    let untouched = seen == Data("the old version".utf8)
-                    #expect(untouched, "halfway through the upload \(onDisk) held \(seen.count) bytes, not the old version")
-                }
-                #expect(isOld, "after the cut upload the file holds \(after.count) bytes: \(isNew ? "the new version, published although the upload was cut" : "neither version")")
-            } when: { kind == .wsgidav }
+            // WsgiDAV writes a PUT's body into the file itself: the probe finds that, and the
+            // store uploads to a temporary name there (it failed both checks before).
+            if let onDisk, let seen {
+                let untouched = seen == Data("the old version".utf8)
+                #expect(untouched, "halfway through the upload \(onDisk) held \(seen.count) bytes, not the old version")
+            }
+            #expect(isOld, "after the cut upload the file holds \(after.count) bytes: \(isNew ? "the new version, published although the upload was cut" : "neither version")")
             #expect(try await f.store.children(of: .root).map(\.path) == [p("doc.bin")])
         }
     }

@@ -21,7 +21,8 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case nginx
     /// lighttpd with mod_webdav (`packaging/lighttpd-dav.sh`): honours `If-Match`.
     case lighttpd
-    /// WsgiDAV (`packaging/wsgidav-dav.sh`): honours `If-Match` over existing files.
+    /// WsgiDAV (`packaging/wsgidav-dav.sh`): honours `If-Match` over existing files, writes
+    /// a PUT in place, so writes use locks and uploads are moved into place.
     case wsgidav
 
     var testDescription: String { rawValue }
