@@ -16,12 +16,15 @@ import Glibc
 @Suite("Bundle scenarios")
 struct BundleScenarioTests {
     /// Writes a bundle of three levels below `root` (relative): `count` files spread over
-    /// `Contents/`, `Contents/Resources/` and `Contents/Resources/Base.lproj/`, plus a symlink.
+    /// `Contents/`, `Contents/Resources/` and `Contents/Resources/Base.lproj/`, plus a symlink
+    /// where the server can mark one (a bundle holding one is refused whole elsewhere:
+    /// `symlinkRefused`).
     static func makeBundle(_ world: SyncWorld, _ root: String, files count: Int, tag: String = "v1") throws {
         let folders = ["Contents", "Contents/Resources", "Contents/Resources/Base.lproj"]
         for index in 0..<count {
             try world.write("\(root)/\(folders[index % 3])/member-\(index).txt", "\(tag) member \(index) " + String(repeating: "x", count: 200))
         }
+        guard world.remote.storesSymlinks else { return }
         #expect(symlink("Resources/member-1.txt", world.local("\(root)/Contents/current")) == 0)
     }
 
@@ -35,7 +38,7 @@ struct BundleScenarioTests {
     }
 
     @Test("a 3-level bundle of 1 000 members and a symlink uploads as one item; a changed member alone is re-sent",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func uploadAndModify(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "Big.app", files: 1000)
@@ -45,10 +48,14 @@ struct BundleScenarioTests {
             try await world.expectAgreement()
             let record = try #require(try Self.row(world, "Big.app"))
             #expect(record.kind == .bundle)
-            #expect(record.remoteETag?.value.hasPrefix("bundle-1004-") == true, "version derived from 1 004 members: \(String(describing: record.remoteETag))")
-            #expect(try world.database.bundleMembers(of: record.id).count == 1004)
+            // 1 000 files, 3 folders and the symlink (where the server stores one).
+            let members = remote.storesSymlinks ? 1004 : 1003
+            #expect(record.remoteETag?.value.hasPrefix("bundle-\(members)-") == true, "version derived from \(members) members: \(String(describing: record.remoteETag))")
+            #expect(try world.database.bundleMembers(of: record.id).count == members)
             #expect(try world.database.allItems().count == 3, "the root, the bundle and the file; no member rows")
-            #expect(try await world.remoteTree()["Big.app/Contents/current"] == .symlink("Resources/member-1.txt"))
+            if remote.storesSymlinks {
+                #expect(try await world.remoteTree()["Big.app/Contents/current"] == .symlink("Resources/member-1.txt"))
+            }
             #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.hasPrefix(".tidesync-") }, "no scratch left on the server")
 
             try await world.accessLogSettled()
@@ -70,7 +77,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("renaming, moving and deleting a bundle are one operation each", arguments: Remote.available)
+    @Test("renaming, moving and deleting a bundle are one operation each", arguments: Remote.withOtherServers)
     func renameMoveDelete(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "Doc.pages", files: 30)
@@ -112,7 +119,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("a bundle changed on the server by another client replaces the local one whole", arguments: Remote.available)
+    @Test("a bundle changed on the server by another client replaces the local one whole", arguments: Remote.withOtherServers)
     func remoteChangeInside(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "Deck.key", files: 12)
@@ -120,7 +127,7 @@ struct BundleScenarioTests {
             let before = try #require(world.localInode("Deck.key"))
             try world.writeOnServer("Deck.key/Contents/member-0.txt", "edited elsewhere")
             try world.writeOnServer("Deck.key/Contents/Resources/added.txt", "added elsewhere")
-            #expect(unlink(world.onServer("Deck.key/Contents/member-3.txt")) == 0)
+            try world.removeOnServer("Deck.key/Contents/member-3.txt")
             let passes = try await world.sync()
             #expect(passes.first?.steps == 1, "one download of the bundle")
             #expect(readFile(world.local("Deck.key/Contents/member-0.txt")) == "edited elsewhere")
@@ -132,7 +139,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("a bundle edited on both sides: one whole-bundle conflict copy", arguments: Remote.available)
+    @Test("a bundle edited on both sides: one whole-bundle conflict copy", arguments: Remote.withOtherServers)
     func conflict(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "Notes.rtfd", files: 6)
@@ -155,7 +162,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("a bundle made on both sides with the same members and bytes is no conflict", arguments: Remote.available)
+    @Test("a bundle made on both sides with the same members and bytes is no conflict", arguments: Remote.withOtherServers)
     func sameOnBothSides(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             for name in ["a.txt", "sub/b.txt"] {
@@ -170,8 +177,10 @@ struct BundleScenarioTests {
         }
     }
 
+    /// Not on nginx: its listings leave out the name set aside (it begins with "."), so
+    /// there the bundle is taken as deleted and comes back with the new version (README).
     @Test("a bundle caught between the two moves of another client's replacement is not taken as deleted",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers.filter { $0 != .nginx })
     func betweenTwoMoves(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "docs/Swap.app", files: 6)
@@ -182,8 +191,8 @@ struct BundleScenarioTests {
             // Another client set the old version aside and has not moved its new one in yet;
             // a third deleted Gone.app meanwhile.
             let aside = "docs/.tidesync-bundle-0C1A1D2B-old"
-            #expect(rename(world.onServer("docs/Swap.app"), world.onServer(aside)) == 0)
-            try FileManager.default.removeItem(atPath: world.onServer("docs/Gone.app"))
+            try world.moveOnServer("docs/Swap.app", to: aside)
+            try world.removeOnServer("docs/Gone.app")
             for walk in 1...3 {
                 try await world.sync()
                 #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")),
@@ -200,14 +209,14 @@ struct BundleScenarioTests {
             #expect(!FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
             #expect(!FileManager.default.fileExists(atPath: world.local("docs/Gone.app")))
             // Its restart puts the old version back, which comes back here.
-            #expect(rename(world.onServer(aside), world.onServer("docs/Swap.app")) == 0)
+            try world.moveOnServer(aside, to: "docs/Swap.app")
             try await world.sync()
             #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app/Contents/member-0.txt")))
             // Set aside again and then deleted (nothing set aside any more): deleted here at once.
-            #expect(rename(world.onServer("docs/Swap.app"), world.onServer(aside)) == 0)
+            try world.moveOnServer("docs/Swap.app", to: aside)
             try await world.sync()
             #expect(FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
-            try FileManager.default.removeItem(atPath: world.onServer(aside))
+            try world.removeOnServer(aside)
             try await world.sync()
             #expect(!FileManager.default.fileExists(atPath: world.local("docs/Swap.app")))
             #expect(try Self.row(world, "docs/Swap.app") == nil)
@@ -217,7 +226,7 @@ struct BundleScenarioTests {
     }
 
     @Test("while a 200-member bundle is replaced, every listing of it is the whole old or the whole new version",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func atomicReplacement(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.makeBundle(world, "Atom.app", files: 200)
@@ -259,7 +268,7 @@ struct BundleScenarioTests {
     }
 
     @Test("with the watcher: a bundle replaced by a download stays watched, down to its inner folders",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func watchedAfterDownload(_ remote: Remote) async throws {
         try await withLiveWorld(remote, poll: .seconds(1)) { world, run in
             try world.write("Deck.key/Index.xml", "v1")
@@ -282,7 +291,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("with the watcher: a burst of edits inside a bundle settles as one upload of the bundle", arguments: Remote.available)
+    @Test("with the watcher: a burst of edits inside a bundle settles as one upload of the bundle", arguments: Remote.withOtherServers)
     func watchedBundle(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try Self.makeBundle(world, "Live.app", files: 30)
@@ -348,7 +357,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("a bundle edited on two clients: one whole-bundle conflict copy, on both clients", arguments: Remote.available)
+    @Test("a bundle edited on two clients: one whole-bundle conflict copy, on both clients", arguments: Remote.withOtherServers)
     func twoClients(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let other = try world.otherClient()
@@ -377,7 +386,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("turning bundle_extensions on for folders already synced makes them bundles without a conflict", arguments: Remote.available)
+    @Test("turning bundle_extensions on for folders already synced makes them bundles without a conflict", arguments: Remote.withOtherServers)
     func ruleChange(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             world.use(bundles: .none)
@@ -398,7 +407,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("an empty bundle, then edited: synced like any other", arguments: Remote.available)
+    @Test("an empty bundle, then edited: synced like any other", arguments: Remote.withOtherServers)
     func emptyBundle(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try FileManager.default.createDirectory(atPath: world.local("Empty.app"), withIntermediateDirectories: true)
@@ -411,7 +420,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("names the exclude patterns cover are members of a bundle, both ways", arguments: Remote.available)
+    @Test("names the exclude patterns cover are members of a bundle, both ways", arguments: Remote.withOtherServers)
     func excludedNamesInside(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("Doc.pages/Data/page.xml", "page")
@@ -429,7 +438,7 @@ struct BundleScenarioTests {
         }
     }
 
-    @Test("a bundle with a member still open for writing is not uploaded half-written", arguments: Remote.available)
+    @Test("a bundle with a member still open for writing is not uploaded half-written", arguments: Remote.withOtherServers)
     func openMember(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write("Movie.bundle/Info.txt", "info")

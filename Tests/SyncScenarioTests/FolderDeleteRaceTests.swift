@@ -39,7 +39,7 @@ struct FolderDeleteRaceTests {
     /// The two-client test lost a version so: B's conflict copy was uploaded into `music`
     /// while A, which had deleted `music`, checked the folder and then deleted it whole.
     @Test("a file uploaded into a folder between the check and the delete is kept, and comes here",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func uploadDuringDelete(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("music/a.txt", "alpha")
@@ -59,7 +59,7 @@ struct FolderDeleteRaceTests {
         }
     }
 
-    @Test("a folder nobody wrote to meanwhile is deleted, with nothing left behind", arguments: Remote.available)
+    @Test("a folder nobody wrote to meanwhile is deleted, with nothing left behind", arguments: Remote.withOtherServers)
     func plainDelete(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("music/a.txt", "alpha")

@@ -11,18 +11,19 @@ import Glibc
 /// Change a side, sync, both sides and the DB agree — against every available store.
 @Suite("sync scenarios")
 struct SyncScenarioTests {
-    static let longName = String(repeating: "n", count: 251) + ".txt"
+    /// A name of the longest length `remote` stores (255 bytes, ext4's limit, on most).
+    static func longName(_ remote: Remote) -> String { String(repeating: "n", count: remote.longestName - 4) + ".txt" }
 
-    @Test("initial upload of a nested tree with awkward names, an empty file and a symlink", arguments: Remote.available)
+    @Test("initial upload of a nested tree with awkward names, an empty file and a symlink", arguments: Remote.withOtherServers)
     func initialUpload(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("a/b/c/deep.txt", "deep")
             try world.write("a/top.txt", "top")
             try world.write("with space/ümlaut café.txt", "names")
-            try world.write("a/b/" + Self.longName, "long")
+            try world.write("a/b/" + Self.longName(remote), "long")
             try world.write("empty", "")
             try FileManager.default.createDirectory(atPath: world.local("empty folder"), withIntermediateDirectories: true)
-            #expect(symlink("../outside/target", world.local("a/link")) == 0)
+            if remote.storesSymlinks { #expect(symlink("../outside/target", world.local("a/link")) == 0) }
             try await world.sync()
             try await world.expectAgreement()
             #expect(readFile(world.onServer("a/b/c/deep.txt")) == "deep")
@@ -35,7 +36,7 @@ struct SyncScenarioTests {
         try await withWorld(remote) { world in
             try world.writeOnServer("x/y/z/deep.txt", "from the server")
             try world.writeOnServer("name with # and %.txt", "odd")
-            try world.writeOnServer("naïve/" + Self.longName, "long")
+            try world.writeOnServer("naïve/" + Self.longName(remote), "long")
             try world.makeServerFolder("empty")
             try await world.sync()
             try await world.expectAgreement()
@@ -84,7 +85,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("a local rename of a file and of a folder of 500 files is one move on the server", arguments: Remote.available)
+    @Test("a local rename of a file and of a folder of 500 files is one move on the server", arguments: Remote.withOtherServers)
     func localRenames(remote: Remote) async throws {
         try await withWorld(remote, transfers: 8) { world in
             for index in 0..<500 { try world.write("big/f\(index).txt", "file \(index)") }
@@ -105,21 +106,25 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("a remote rename of a folder of 500 files is one local move", arguments: Remote.available)
+    @Test("a remote rename of a folder of 500 files is one local move", arguments: Remote.withOtherServers)
     func remoteRenames(remote: Remote) async throws {
         try await withWorld(remote, transfers: 8) { world in
             for index in 0..<500 { try world.writeOnServer("box/f\(index).txt", "file \(index)") }
             try await world.sync()
             let inode = world.localInode("box/f42.txt")
-            #expect(rename(world.onServer("box"), world.onServer("moved box")) == 0)
+            try world.moveOnServer("box", to: "moved box")
             let passes = try await world.sync()
             try await world.expectAgreement()
+            // nginx lists no ETag and no file id: a version is last-modified + size, which
+            // 500 files written in one second share, so nothing tells which file went where.
+            // There the folder comes down again (README, compatibility).
+            guard remote != .nginx else { return }
             #expect(world.localInode("moved box/f42.txt") == inode)
             #expect(passes.first.map { $0.steps } ?? 0 == 1)
         }
     }
 
-    @Test("a change deep in the server's tree is found (no pruning by folder ETags)", arguments: Remote.available)
+    @Test("a change deep in the server's tree is found (no pruning by folder ETags)", arguments: Remote.withOtherServers)
     func deepServerChange(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("a/b/c/d/e.txt", "old")
@@ -134,7 +139,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("changes made while no pass ran are found by the next one", arguments: Remote.available)
+    @Test("changes made while no pass ran are found by the next one", arguments: Remote.withOtherServers)
     func offlineChanges(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("keep.txt", "1")
@@ -151,7 +156,8 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("a symlink is synced as a symlink and never followed out of the root", arguments: Remote.available)
+    @Test("a symlink is synced as a symlink and never followed out of the root",
+          arguments: Remote.withOtherServers.filter(\.storesSymlinks))
     func symlinks(remote: Remote) async throws {
         try await withWorld(remote) { world in
             let outside = world.scratch + "/outside"
@@ -175,7 +181,35 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("a file that vanishes between the scan and its upload is no error and is not uploaded", arguments: Remote.available)
+    @Test("where the server cannot mark a symlink, it stays here, is refused with a reason, and the rest syncs",
+          arguments: Remote.withOtherServers.filter { !$0.storesSymlinks })
+    func symlinkRefused(remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("plain.txt", "synced")
+            #expect(symlink("plain.txt", world.local("link")) == 0)
+            // A bundle is one item: one that holds a symlink is refused whole.
+            try world.write("Tool.app/Contents/main.txt", "member")
+            #expect(symlink("main.txt", world.local("Tool.app/Contents/current")) == 0)
+            var refusals: [String] = []
+            for _ in 0..<3 {
+                let result = try await world.pass.run()
+                refusals += result.report.failed.map { "\($0.path): \($0.error)" }
+                #expect(result.report.parked == nil)
+            }
+            for refused in ["link", "Tool.app"] {
+                #expect(refusals.contains { $0.hasPrefix(refused + ":") && $0.contains("cannot store symlinks") }, "\(refusals)")
+            }
+            #expect(refusals.allSatisfy { $0.hasPrefix("link:") || $0.hasPrefix("Tool.app:") }, "\(refusals)")
+            #expect(readFile(world.onServer("plain.txt")) == "synced")
+            #expect(readFile(world.onServer("link")) == nil, "a symlink stored as a file")
+            #expect(!FileManager.default.fileExists(atPath: world.onServer("Tool.app")), "a bundle published without its symlink")
+            #expect(SyncWorld.tree(world.remoteDisk).keys.allSatisfy { !$0.contains(".tidesync-") }, "scratch left on the server")
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: world.local("link")) == "plain.txt")
+            #expect(readFile(world.local("Tool.app/Contents/main.txt")) == "member")
+        }
+    }
+
+    @Test("a file that vanishes between the scan and its upload is no error and is not uploaded", arguments: Remote.withOtherServers)
     func vanishing(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("stays.txt", "s")
@@ -212,7 +246,7 @@ struct SyncScenarioTests {
         }
     }
 
-    @Test("same bytes created on both sides are no conflict", arguments: Remote.available)
+    @Test("same bytes created on both sides are no conflict", arguments: Remote.withOtherServers)
     func sameBytes(remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("both.txt", "identical")
