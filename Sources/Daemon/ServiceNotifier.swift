@@ -10,6 +10,9 @@ public struct ServiceNotifier: Sendable {
     /// The socket's address, as given.
     public let socketName: String?
 
+    /// How long one message may wait for room at the receiver.
+    static let sendTimeout = Duration.seconds(1)
+
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketName = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
@@ -23,6 +26,11 @@ public struct ServiceNotifier: Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        // A receiver that does not read (its queue holds 10 datagrams by default,
+        // net.unix.max_dgram_qlen) must not hold the daemon: a stop waited for ever in
+        // sendmsg. A second is plenty for systemd; then the message is given up.
+        var limit = timeval(tv_sec: Int(Self.sendTimeout.components.seconds), tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var payload = Array(message.utf8)
         let count = payload.count
         // cmsghdr (16 bytes on 64-bit Linux) then the descriptors, padded to 8 bytes.

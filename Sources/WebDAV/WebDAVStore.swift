@@ -70,7 +70,7 @@ public final class WebDAVStore: RemoteStore {
         """
 
     /// The raw answer to PROPFIND `path` at `depth` (a folder URL gets a trailing slash).
-    /// A listing answered 500 is asked for twice more, 100 and 200 ms later: WsgiDAV fails
+    /// A folder listing (Depth 1) answered 500 is asked for twice more, 100 and 200 ms later: WsgiDAV fails
     /// a PROPFIND Depth 1 with 500 when a member goes (another client's delete or move)
     /// between its reading the folder and describing that member, and a pass should not
     /// fail for that.
@@ -82,7 +82,7 @@ public final class WebDAVStore: RemoteStore {
         while true {
             let response = try await connection.send(request)
             attempt += 1
-            guard response.status.code == 500, attempt < 3 else { return response }
+            guard response.status.code == 500, depth == "1", attempt < 3, !Task.isCancelled else { return response }
             logger.debug("PROPFIND \(path) answered 500; asking again")
             try? await Task.sleep(for: .milliseconds(100 * attempt))
         }

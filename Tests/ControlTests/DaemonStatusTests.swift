@@ -6,6 +6,7 @@ import Logging
 import StateDatabase
 import SyncEngine
 import SyncModel
+import Synchronization
 import Testing
 import TestSupport
 import TidesyncConfig
@@ -185,6 +186,35 @@ struct ServicePartsTests {
         #expect(count > 0)
         #expect(String(decoding: buffer.prefix(max(0, count)), as: UTF8.self) == "READY=1\nSTATUS=Synced")
         #expect(!ServiceNotifier(environment: [:]).send("READY=1"))
+    }
+
+    /// A daemon stopping under a test's notify socket, which nobody read while it waited
+    /// for the stop, hung in sendmsg for ever (a fresh-clone run).
+    @Test func aReceiverThatDoesNotReadHoldsNoMessageLongerThanTheTimeout() async throws {
+        let name = "@tidesync-test-\(UUID().uuidString.prefix(8))"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(name.utf8)
+        bytes[0] = 0
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count)
+        #expect(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } } == 0)
+        // Never read: the queue fills (10 datagrams by default), then each send gives up.
+        let notifier = ServiceNotifier(environment: ["NOTIFY_SOCKET": name])
+        let sends = 15
+        let results = Mutex<[Bool]>([])
+        let thread = Thread {
+            for index in 0..<sends {
+                let sent = notifier.send("STATUS=\(index)")
+                results.withLock { $0.append(sent) }
+            }
+        }
+        thread.start()
+        try await eventually("every send returned", timeout: .seconds(60)) { results.withLock { $0.count } == sends }
+        #expect(results.withLock { $0.prefix(5).allSatisfy { $0 } }, "the first messages fit")
+        #expect(results.withLock { $0.contains(false) }, "a full queue refuses a message")
     }
 
     @Test func aReloadRestartsOnlyWhatChanged() {
