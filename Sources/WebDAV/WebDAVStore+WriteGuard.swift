@@ -122,7 +122,8 @@ extension WebDAVStore {
     /// golang.org/x/net/webdav) instead of a temporary it renames when the body is complete
     /// (Apache, nginx, lighttpd): `scratch` is given 8 bytes, then a PUT of 128 KiB sends
     /// half its body and holds the rest (a second at most) while `scratch` is looked at on
-    /// another connection, for about 600 ms. Conditional headers cannot guard such a server's
+    /// another connection, for about 250 ms (each moment of a probe is one more in which a
+    /// `kill -9` leaves its scratch file on the server: a fresh-clone run caught that). Conditional headers cannot guard such a server's
     /// writes whole: an upload cut short (a network drop, a file changed while it was sent)
     /// leaves a truncated file that other clients download as the new version. Only a size
     /// that changes says "in place": a busy server that has not begun the PUT yet, or one
@@ -152,7 +153,7 @@ extension WebDAVStore {
         }
         var seen: Int64? = baseline
         let clock = ContinuousClock(), start = clock.now
-        while seen == baseline, clock.now - start < .milliseconds(600) {
+        while seen == baseline, clock.now - start < .milliseconds(250) {
             try? await Task.sleep(for: .milliseconds(25))
             seen = try? await uploadedEntry(at: scratch).size
         }
