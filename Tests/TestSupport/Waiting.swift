@@ -24,6 +24,28 @@ public func eventually(_ what: String, timeout: Duration = .seconds(120), every 
     throw CancellationError()
 }
 
+/// Waits until `condition` holds for as long as `progress` keeps growing: fails (as
+/// `eventually` does) only when `progress` stood still for `stall`. For a wait whose length
+/// follows the machine's load (a thousand fsyncs beside a busy suite), where any fixed
+/// bound is either too short under load or too long to catch a hang.
+public func eventually(_ what: String, unlessStalledFor stall: Duration, progress: () throws -> Int,
+                       sourceLocation: SourceLocation = #_sourceLocation,
+                       _ condition: () async throws -> Bool) async throws {
+    var last = try progress()
+    var lastChange = ContinuousClock.now
+    while true {
+        if try await waitUntil(timeout: min(stall, .seconds(5)), condition) { return }
+        let now = try progress()
+        if now != last {
+            (last, lastChange) = (now, ContinuousClock.now)
+        } else if ContinuousClock.now - lastChange >= stall {
+            break
+        }
+    }
+    Issue.record("timed out waiting for \(what) (no progress for \(stall), progress at \(last))", sourceLocation: sourceLocation)
+    throw CancellationError()
+}
+
 /// Waits (at most `timeout`) until `condition` holds while `process` runs; true if it did.
 /// Polls every 20 ms on a thread of its own, so a short-lived moment (a file half written
 /// by a child) is caught even when the test threads are busy.

@@ -43,6 +43,19 @@ struct TestSupportTests {
         #expect(try await !waitUntil(timeout: .milliseconds(20), every: .milliseconds(5)) { false })
     }
 
+    @Test("a wait on progress goes on while the progress grows, and fails once it stands still")
+    func waitsOnProgress() async throws {
+        // Growing for 0.6 s, past a 0.2 s stall bound: still waited for.
+        let start = ContinuousClock.now
+        var step = 0
+        try await eventually("the end", unlessStalledFor: .milliseconds(200), progress: { step += 1; return step }) {
+            ContinuousClock.now - start > .milliseconds(600)
+        }
+        await withKnownIssue("no progress: the wait fails") {
+            try await eventually("never", unlessStalledFor: .milliseconds(200), progress: { 7 }) { false }
+        }
+    }
+
     @Test("runTool gives the exit status, or -1 when the tool cannot start")
     func tools() {
         #expect(runTool("/bin/sh", ["-c", "exit 3"], silenced: true) == 3)
