@@ -60,6 +60,7 @@ let package = Package(
         .target(name: "Control", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "Daemon", dependencies: [
             "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control", "SystemCalls",
+            "ContentHash",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

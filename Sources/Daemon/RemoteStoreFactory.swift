@@ -1,3 +1,4 @@
+import ContentHash
 import Foundation
 import LocalStore
 import Logging
@@ -42,8 +43,21 @@ public enum RemoteStoreFactory {
                 }
             }
             let store = WebDAVStore(endpoint: endpoint, connections: domain.transfers * 2, limits: limits,
-                                    passwordSource: source, logger: logger)
+                                    passwordSource: source, probeOwner: probeOwner(domain), logger: logger)
             return OpenedStore(store: store, close: { await store.shutdown() })
         }
+    }
+
+    /// A name for this machine's domain, the same at every start and different for each
+    /// machine and domain (and folder): 16 hex digits of the SHA-256 of the machine id (the
+    /// host name without one), the domain's name and its folder. Names the write-guard
+    /// probe's scratch files, so a probe killed half-way is cleaned up by the next.
+    static func probeOwner(_ domain: DomainConfiguration) -> String {
+        var machine = (try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        if machine.isEmpty { machine = ProcessInfo.processInfo.hostName }
+        var digest = ContentDigest(.sha256)
+        digest.update(Array("\(machine)\n\(domain.name)\n\(domain.localPath)".utf8))
+        return String(digest.hex().prefix(16))
     }
 }

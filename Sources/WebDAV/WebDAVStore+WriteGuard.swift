@@ -79,10 +79,17 @@ extension WebDAVStore {
     /// unless it writes a PUT into the file as it arrives (`writesInPlace`). A server that
     /// answers such a PUT on an *absent* file with 201 (WsgiDAV) still guards writes where
     /// it matters. Otherwise its locks and `Overwrite: F` are probed on that file before it
-    /// is deleted.
+    /// is deleted. The scratch file's name is this client's (`probeName`): what a probe
+    /// killed half-way left is written over and deleted by this one.
     func probe() async throws(ProviderError) -> WriteGuard {
-        let scratch = try RemotePath([Self.probePrefix + UUID().uuidString])
-        let response = try await probePut(scratch, headers: [])  // a fresh name: nothing to guard
+        var scratch = try RemotePath([probeName])
+        var response = try await probePut(scratch, headers: [])  // our own name: nothing to guard
+        if response.status.code == 423 {
+            // A killed probe's lock on the name (rclone keeps it a minute): a name of its own
+            // this time; the leftover goes at a later start.
+            scratch = try RemotePath([Self.probePrefix + UUID().uuidString])
+            response = try await probePut(scratch, headers: [])
+        }
         let created = response.status
         switch created.code {
         case 200..<300:
@@ -107,7 +114,8 @@ extension WebDAVStore {
             throw error
         }
         guard !lacks.isEmpty else {
-            await removeProbeFiles([scratch], token: nil)
+            // The second file is made only by the locks check; one a killed probe left goes too.
+            await removeProbeFiles([scratch, try RemotePath([scratch.name + "-b"])], token: nil)
             return .conditionalHeaders
         }
         let server = response.headers.first(name: "Server").map { " (\($0))" } ?? ""

@@ -48,14 +48,22 @@ public final class WebDAVStore: RemoteStore {
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)
 
+    /// The name of the write-guard probe's scratch file (`probe()`).
+    let probeName: String
+
     /// A store on `endpoint`, with up to `connections` kept-alive connections; every
     /// request is held to `limits` (a connect timeout and a low-speed limit). After the
     /// server answers 401, the next request asks `passwordSource` for the password again.
+    /// `probeOwner` names this client's probe files, the same at every start, so a probe
+    /// killed half-way (its scratch files are left on the server) is cleaned up by the next
+    /// one; it must differ between clients of one server folder (nil: a fresh name each time).
     public init(endpoint: WebDAVEndpoint, connections: Int = 8, limits: TransferLimits = TransferLimits(),
-                passwordSource: PasswordSource? = nil, logger: Logger = Logger(label: "tidesync.webdav")) {
+                passwordSource: PasswordSource? = nil, probeOwner: String? = nil,
+                logger: Logger = Logger(label: "tidesync.webdav")) {
         connection = WebDAVConnection(endpoint: endpoint, connections: connections, limits: limits,
                                       passwordSource: passwordSource)
         paths = endpoint.paths
+        probeName = Self.probePrefix + (probeOwner ?? UUID().uuidString)
         self.logger = logger
     }
 

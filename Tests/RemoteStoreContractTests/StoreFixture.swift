@@ -169,6 +169,14 @@ struct StoreFixture {
         }
     }
 
+    /// Another client on this fixture's collection of a WebDAV kind, whose write-guard
+    /// probe names its files after `probeOwner`. Shut down by `close(client:)`.
+    func webDAVClient(probeOwner: String) throws -> WebDAVStore {
+        let endpoint = try WebDAVEndpoint(baseURL: kind.baseURL.appendingPathComponent(collection!.name, isDirectory: true),
+                                          username: user, password: password, allowInsecureHTTP: false)
+        return WebDAVStore(endpoint: endpoint, connections: 8, probeOwner: probeOwner)
+    }
+
     /// Shuts down a store `otherClient()` made.
     func close(client: any RemoteStore) async {
         if let client = client as? WebDAVStore, client !== webDAV { await client.shutdown() }
