@@ -191,7 +191,7 @@ public struct PauseInfo: Codable, Sendable, Equatable {
 
 /// A condition that stops a domain.
 public struct ErrorInfo: Codable, Sendable, Equatable {
-    /// The error code: `notAuthenticated`, `serverUnreachable`, `insufficientQuota`, `localDiskFull`,
+    /// The error code: `notAuthenticated`, `serverUnreachable`, `serverFailedItem` (items failed in a row), `insufficientQuota`, `localDiskFull`,
     /// `cannotSynchronize` (e.g. the local folder is missing), `watchLimitReached`, …
     public var code: String
     /// What went wrong and what to do.

@@ -101,6 +101,7 @@ public enum StatusScreen {
     static func phrase(_ code: String) -> String {
         switch code {
         case "serverUnreachable": "server unreachable"
+        case "serverFailedItem": "the server is failing requests"
         case "notAuthenticated": "not authenticated (check the user name and password)"
         case "insufficientQuota": "the server's quota is exceeded"
         case "localDiskFull": "the local disk is full"

@@ -114,6 +114,7 @@ public enum ServiceStatusLine {
     static func phrase(_ code: ProviderError.Code) -> String {
         switch code {
         case .serverUnreachable: "server unreachable"
+        case .serverFailedItem: "server failing requests"
         case .notAuthenticated: "not authenticated"
         case .serverNotTrusted: "server certificate not trusted"
         case .insufficientQuota: "server quota exceeded"

@@ -23,7 +23,7 @@ extension PlanRunner {
     /// lost, timed out or the daemon stopped. Anything else (a full disk, a changed
     /// version, a server that answered with other bytes) starts over.
     static func keepsPart(_ error: ProviderError) -> Bool {
-        error.code == .serverUnreachable || error.code == .cancelled
+        error.code == .serverUnreachable || error.code == .serverFailedItem || error.code == .cancelled
     }
 
     /// Removes the resumable parts among `parts` (absolute paths the scan found) that no

@@ -94,6 +94,7 @@ public final class PlanRunner: Sendable {
         }
         await withTaskGroup(of: (Int, ProviderError?).self) { group in
             var running = 0
+            var serverFailures = 0  // items the server failed in a row
             func startReady() {
                 while running < transfers, report.parked == nil, !stop.isStopped, observer?.holdsNewSteps != true,
                       let index = schedule.next() {
@@ -121,7 +122,13 @@ public final class PlanRunner: Sendable {
                     report.skipped += schedule.finished(index, .failed).count
                     handle(error, of: plan[index], operation: operations[index], temporary: temporaries[index],
                            scratch: scratches[index], context: context, report: &report)
+                    if error.code == .serverFailedItem { serverFailures += 1 }
+                    if serverFailures == Self.serverFailuresToPark, report.parked == nil {
+                        report.parked = Self.failingServer(error)
+                        logger.warning("\(report.parked!.message)")
+                    }
                 } else {
+                    serverFailures = 0
                     schedule.finished(index, .succeeded)
                     report.succeeded += 1
                     if case .conflictCopy(let copy) = plan[index] { report.conflicts.append((copy.path, copy.copy)) }
@@ -139,6 +146,18 @@ public final class PlanRunner: Sendable {
         report.skipped += plan.indices.filter { schedule.outcomes[$0] == nil }.count
         try provider.complete(unstarted.compactMap { operations[$0] })
         return report
+    }
+
+    /// How many items the server fails in a row (`serverFailedItem`, no success between)
+    /// before the pass stops and the domain parks: one file the server cannot store backs
+    /// off alone, a server failing everything is not sent one request per item.
+    static let serverFailuresToPark = 3
+
+    /// Why the domain parks after `serverFailuresToPark` server failures; `last` is the last.
+    static func failingServer(_ last: ProviderError) -> ProviderError {
+        ProviderError(.serverFailedItem,
+                      "the server failed \(serverFailuresToPark) requests in a row (the last: \(last.message)); sync pauses and is tried again later",
+                      underlying: last.underlying)
     }
 
     /// A step that failed because the user changed the sync folder under it is not an

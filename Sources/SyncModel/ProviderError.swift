@@ -32,6 +32,11 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         /// The server refuses this one item to this user (WebDAV 403): it is skipped and
         /// tried again later, and the rest of the domain syncs on.
         case permissionDenied
+        /// The server failed a request about one item (HTTP 500, 501, 505 …: a name it
+        /// cannot store, a bug of its own): the item backs off and the rest of the domain
+        /// syncs on; several in a row park the domain (`PlanRunner`). A server that is down
+        /// (502, 503, 504, no answer) is `serverUnreachable`.
+        case serverFailedItem
         /// The server's TLS certificate is not trusted (not by the system, `ca_file` or
         /// `certificate_sha256`); the domain parks until the setting or the server changes.
         case serverNotTrusted
@@ -70,7 +75,7 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible, Equatable
         case .versionMismatch, .filenameCollision, .deletionRejected, .parentMissing,
              .noSuchItem, .directoryNotEmpty:
             .resolve
-        case .cannotSynchronize, .excludedFromSync, .versionNoLongerAvailable, .permissionDenied:
+        case .cannotSynchronize, .excludedFromSync, .versionNoLongerAvailable, .permissionDenied, .serverFailedItem:
             .skipItem
         }
     }

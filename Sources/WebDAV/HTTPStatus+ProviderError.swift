@@ -29,7 +29,14 @@ extension HTTPResponseStatus {
             return ProviderError(.cannotSynchronize,
                                  "the server redirected \(what) to \(location ?? "another URL"); set remote to the final URL",
                                  underlying: underlying)
+        case 502, 503, 504:
+            return ProviderError(.serverUnreachable, "the server (or a proxy before it) is unavailable for \(what); will retry", underlying: underlying)
+        case 500..<600 where method != "PROPFIND":
+            // About this one item (lighttpd fails a PUT of a name too long for its temporary
+            // name with 500): the item backs off, the rest syncs on.
+            return ProviderError(.serverFailedItem, "the server failed \(what); this item is tried again later", underlying: underlying)
         case 500..<600:
+            // A listing the pass cannot do without.
             return ProviderError(.serverUnreachable, "the server failed \(what); will retry", underlying: underlying)
         default:
             return ProviderError(.cannotSynchronize, "the server answered \(what) unexpectedly", underlying: underlying)

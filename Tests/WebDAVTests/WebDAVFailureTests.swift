@@ -45,10 +45,16 @@ struct WebDAVFailureTests {
 
     @Test("status codes map to the engine's error codes", arguments: [
         (401, ProviderError.Code.notAuthenticated), (403, .permissionDenied), (404, .noSuchItem), (409, .parentMissing),
-        (412, .versionMismatch), (423, .locked), (507, .insufficientQuota), (500, .serverUnreachable),
-        (502, .serverUnreachable), (503, .serverUnreachable), (301, .cannotSynchronize), (418, .cannotSynchronize),
+        (412, .versionMismatch), (423, .locked), (507, .insufficientQuota), (500, .serverFailedItem), (501, .serverFailedItem),
+        (502, .serverUnreachable), (503, .serverUnreachable), (504, .serverUnreachable), (301, .cannotSynchronize), (418, .cannotSynchronize),
     ])
     func statusMapping(code: Int, expected: ProviderError.Code) {
         #expect(HTTPResponseStatus(statusCode: code).providerError("GET", .root).code == expected)
+    }
+
+    @Test("a 500 for a listing is the server failing, not one item: the pass cannot go on without it")
+    func listingFailure() {
+        #expect(HTTPResponseStatus(statusCode: 500).providerError("PROPFIND", .root).code == .serverUnreachable)
+        #expect(HTTPResponseStatus(statusCode: 500).providerError("PUT", .root).disposition == .skipItem)
     }
 }
