@@ -69,13 +69,17 @@ extension SyncPass {
         }
     }
 
+    /// `total` is the domain's row count when `recorded` is only the rows a watched pass
+    /// read: the others are on both sides as recorded, so neither side is emptied.
     func hold(_ plan: [SyncAction], local: [RemotePath: LocalObservation], remote: [RemotePath: RemoteEntry],
-              recorded: [RemotePath: ItemRecord], unknown: UnknownSubtrees) -> (hold: DeletionHold, error: ProviderError)? {
+              recorded: [RemotePath: ItemRecord], total: Int? = nil,
+              unknown: UnknownSubtrees) -> (hold: DeletionHold, error: ProviderError)? {
         guard let massDelete else { return nil }
-        let localEmptied = DeletionHold.emptied(recorded: recorded, unknown: unknown) { local[$0] != nil }
-        let remoteEmptied = DeletionHold.emptied(recorded: recorded, unknown: unknown) { remote[$0] != nil }
+        let partial = (total ?? recorded.count) > recorded.count
+        let localEmptied = !partial && DeletionHold.emptied(recorded: recorded, unknown: unknown) { local[$0] != nil }
+        let remoteEmptied = !partial && DeletionHold.emptied(recorded: recorded, unknown: unknown) { remote[$0] != nil }
         let hold = DeletionHold.emptiedSide(plan, recorded: recorded, localIsEmpty: localEmptied, remoteIsEmpty: remoteEmptied)
-            ?? DeletionHold.massDelete(massDelete.check(plan, recorded: recorded), plan: plan)
+            ?? DeletionHold.massDelete(massDelete.check(plan, recorded: recorded, total: total), plan: plan)
         if release.admits(hold), let hold {
             logger.notice("carrying out \(hold.items) held deletion(s) \(Self.place(of: hold.side)), as the user confirmed")
             return nil

@@ -45,6 +45,36 @@ struct Observed {
 }
 
 extension SyncPass {
+    /// The state DB's rows the pass plans with, and the local side as `scope` sees it. A
+    /// watched pass that does not walk the remote reads only the rows around the paths the
+    /// watcher settled (`SyncProvider.items(around:)`), and then those of the inodes it saw
+    /// at paths recorded with another (a move from a place it did not look at); `scoped` is
+    /// nil when every row was read.
+    func records(for scope: PassScope) throws(ProviderError) -> (base: RecordTree, scoped: ScopedRecords?, observed: Observed) {
+        guard case .watched(let changes, remote: false) = scope, !changes.fullScan, changes.paths[.root] != true else {
+            let base = RecordTree(try runner.provider.items())
+            return (base, nil, try observe(scope, root: base.root, recorded: Reconciler.paths(of: base)))
+        }
+        let paths = Array(Set(changes.paths.keys.map(scanner.bundles.item(for:))))
+        var scoped = try runner.provider.items(around: paths)
+        var base = RecordTree(scoped.rows)
+        var recorded = Reconciler.paths(of: base)
+        var observed = try observe(scope, root: base.root, recorded: recorded)
+        let moved = observed.local.compactMap { path, seen -> UInt64? in
+            seen.stat.inode != 0 && recorded[path]?.local?.inode != seen.stat.inode ? seen.stat.inode : nil
+        }
+        let known = Set(scoped.rows.compactMap { $0.local?.inode })
+        let unknown = moved.filter { !known.contains($0) }
+        guard !unknown.isEmpty else { return (base, scoped, observed) }
+        let wider = try runner.provider.items(around: paths, inodes: unknown)
+        guard wider.rows.count > scoped.rows.count else { return (base, scoped, observed) }
+        scoped = wider
+        base = RecordTree(scoped.rows)
+        recorded = Reconciler.paths(of: base)
+        observed = try observe(scope, root: base.root, recorded: recorded)
+        return (base, scoped, observed)
+    }
+
     /// The local side as `scope` sees it.
     func observe(_ scope: PassScope, root: ItemRecord?, recorded: [RemotePath: ItemRecord]) throws(ProviderError) -> Observed {
         try checkRoot(root)

@@ -67,7 +67,6 @@ public struct SyncPass: Sendable {
     /// Runs one pass over `scope`. Throws when a side cannot be read (the sync folder is
     /// missing, the server is unreachable): nothing is decided from a partial view.
     public func run(_ scope: PassScope = .full) async throws(ProviderError) -> PassResult {
-        let provider = runner.provider
         let clock = ContinuousClock()
         var phases: [(String, Duration)] = []
         var mark = clock.now
@@ -84,11 +83,11 @@ public struct SyncPass: Sendable {
         try await runner.recoverRemote(host: host)
         let failures = try runner.recover()
         lap("recover")
-        let base = RecordTree(try provider.items())
-        let recorded = Reconciler.paths(of: base)
         let unreadableBefore = unreadableBefore()
         let widened = Self.widened(scope, by: unreadableBefore)
-        var observed = try observe(widened, root: base.root, recorded: recorded)
+        let (base, scoped, read) = try records(for: widened)
+        let recorded = Reconciler.paths(of: base)
+        var observed = read
         let parts = resumableParts(observed.temporaries, scope: scope)
         if widened.isFull { recordBirthTimes(observed.local, recorded: recorded) }
         lap("local scan")
@@ -114,7 +113,8 @@ public struct SyncPass: Sendable {
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
-        let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded, unknown: unknown)
+        let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded,
+                        total: scoped?.isPartial == true ? scoped?.total : nil, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         record(held: held?.hold)
         var report = try await runner.run(plan, context: context)

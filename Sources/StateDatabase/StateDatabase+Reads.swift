@@ -28,6 +28,11 @@ extension StateDatabase {
         }
     }
 
+    /// How many item rows there are, the root's included (no row is read).
+    public func itemCount() throws(ProviderError) -> Int {
+        try read("count the items") { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 }
+    }
+
     /// Every item reachable from the root, parents before children: by depth, then by parent,
     /// then by name. `apply` refuses moves that would cut an item off from the root.
     public func allItems() throws(ProviderError) -> [ItemRecord] {

@@ -22,7 +22,9 @@ public struct MassDeleteGuard: Sendable {
     }
 
     /// Counts what `plan` deletes on either side among `recorded` (the state DB's rows by path).
-    public func check(_ plan: [SyncAction], recorded: [RemotePath: ItemRecord]) -> Verdict {
+    /// `total` is the domain's row count when `recorded` holds only some of them (a watched
+    /// pass reads only the rows around what changed); nil: `recorded` is every row.
+    public func check(_ plan: [SyncAction], recorded: [RemotePath: ItemRecord], total: Int? = nil) -> Verdict {
         var below: [RemotePath: Int] = [:]
         for path in recorded.keys {
             for ancestor in path.ancestors { below[ancestor, default: 0] += 1 }
@@ -38,7 +40,7 @@ public struct MassDeleteGuard: Sendable {
                 continue
             }
         }
-        let total = max(recorded.count, 1)
+        let total = max(total ?? recorded.count, 1)
         let exceeded = deleted > limit || (deleted >= minimumForShare && Double(deleted) > share * Double(total))
         return Verdict(deletedItems: deleted, steps: steps, exceeded: exceeded)
     }

@@ -16,6 +16,8 @@ public protocol StateStore: Sendable {
     func children(of parent: ItemIdentifier) throws(ProviderError) -> [ItemRecord]
     /// Every item, parents before children.
     func allItems() throws(ProviderError) -> [ItemRecord]
+    /// How many item rows there are, the root's included.
+    func itemCount() throws(ProviderError) -> Int
     /// The item whose recorded local inode is `inode` (rename detection).
     func item(localInode: UInt64) throws(ProviderError) -> ItemRecord?
     /// The item whose server file id is `fileID` (remote rename detection).
@@ -48,4 +50,9 @@ public protocol StateStore: Sendable {
     func heldDeletions() throws(ProviderError) -> DeletionHold.Summary?
     /// Replaces what the last pass held back (nil: nothing); writes only when it changed.
     func recordHeldDeletions(_ held: DeletionHold.Summary?) throws(ProviderError)
+}
+
+extension StateStore {
+    /// Counts `allItems()`; a database counts without reading the rows.
+    public func itemCount() throws(ProviderError) -> Int { try allItems().count }
 }
