@@ -167,7 +167,14 @@ public final class DomainMonitor: PlanObserver, Sendable {
         let converged = result.steps == 0 || result.report.completes(result.steps)
         let persist = state.withLock { record -> Bool in
             record.snapshot.firstPassDone = true
-            record.snapshot.normalisationTwins = result.normalisationTwins
+            if let scope = result.twinsScope {
+                // A watched pass saw only some folders: the twins elsewhere stay as they were.
+                record.snapshot.normalisationTwins = record.snapshot.normalisationTwins.filter { group in
+                    group.first.map { !scope.contains($0.parent) } ?? false
+                } + result.normalisationTwins
+            } else {
+                record.snapshot.normalisationTwins = result.normalisationTwins
+            }
             record.snapshot.held = result.held
             if let change = result.remoteChange {
                 record.snapshot.remoteChange = change

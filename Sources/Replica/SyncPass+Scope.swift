@@ -75,6 +75,15 @@ extension SyncPass {
         return (base, scoped, observed)
     }
 
+    /// The folders whose every name a scoped pass saw: those whose rows it listed, and
+    /// those it found here without a row (new, scanned whole).
+    static func listedFolders(_ scoped: ScopedRecords, recorded: [RemotePath: ItemRecord],
+                              local: [RemotePath: LocalObservation]) -> Set<RemotePath> {
+        var folders = Set(recorded.compactMap { scoped.listed.contains($0.value.id) ? $0.key : nil })
+        for path in local.keys where recorded[path] == nil { folders.insert(path.parent) }
+        return folders
+    }
+
     /// The local side as `scope` sees it.
     func observe(_ scope: PassScope, root: ItemRecord?, recorded: [RemotePath: ItemRecord]) throws(ProviderError) -> Observed {
         try checkRoot(root)

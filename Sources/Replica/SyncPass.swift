@@ -18,6 +18,9 @@ public struct PassResult: Sendable {
     /// Sibling names that differ only in Unicode normalisation (NFC `café`, NFD `café`),
     /// each group in byte order: both sides hold them as they are; `status` warns about them.
     public var normalisationTwins: [[RemotePath]] = []
+    /// The folders whose names `normalisationTwins` covers when the pass looked at only
+    /// some (a watched pass): twins elsewhere are as the last pass found them. Nil: all.
+    public var twinsScope: Set<RemotePath>?
     /// The deletions this pass held back until the user confirms them; nil: none.
     public var held: DeletionHold?
     /// Set when this pass found the domain pointed at another remote and merged both trees.
@@ -100,6 +103,7 @@ public struct SyncPass: Sendable {
         let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
         Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
+        let twinsScope = scoped?.isPartial == true ? Self.listedFolders(scoped!, recorded: recorded, local: observed.local) : nil
         let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
         let plan = quiet ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap(quiet ? "plan (nothing changed: skipped)" : "plan")
@@ -108,8 +112,10 @@ public struct SyncPass: Sendable {
         guard !plan.isEmpty else {
             _ = release.admits(nil)
             record(held: nil)
-            return PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
-                              unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange, planned: !quiet)
+            var result = PassResult(steps: 0, report: RunReport(), skippedNames: observed.skipped, heldBack: observed.heldBack,
+                                    unreadable: unreadable, normalisationTwins: twins, remoteChange: remoteChange, planned: !quiet)
+            result.twinsScope = twinsScope
+            return result
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
@@ -120,8 +126,10 @@ public struct SyncPass: Sendable {
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held.error }
-        return PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
-                          unreadable: unreadable, normalisationTwins: twins, held: held?.hold, remoteChange: remoteChange)
+        var result = PassResult(steps: plan.count, report: report, skippedNames: observed.skipped, heldBack: observed.heldBack,
+                                unreadable: unreadable, normalisationTwins: twins, held: held?.hold, remoteChange: remoteChange)
+        result.twinsScope = twinsScope
+        return result
     }
 
     /// The resumable download parts among `temporaries`, which wait for the plan of a full

@@ -12,6 +12,8 @@ public struct ScopedRecords: Sendable {
     public var rows: [ItemRecord]
     /// How many rows the domain has in all (the mass-delete guard's share counts them).
     public var total: Int
+    /// The folders whose children were all read.
+    public var listed: Set<ItemIdentifier>
 
     /// True when rows outside `rows` exist: every one of them is on both sides as recorded.
     public var isPartial: Bool { rows.count < total }
@@ -28,7 +30,7 @@ extension SyncProvider {
             guard let row = try state.item(localInode: inode), reader.rows[row.id] == nil else { continue }
             try reader.add(row)
         }
-        return ScopedRecords(rows: Array(reader.rows.values), total: try state.itemCount())
+        return ScopedRecords(rows: Array(reader.rows.values), total: try state.itemCount(), listed: reader.listed)
     }
 }
 
@@ -37,7 +39,7 @@ struct ScopedReader {
     let state: any StateStore
     private(set) var rows: [ItemIdentifier: ItemRecord] = [:]
     /// Folders whose children (and, for `subtrees`, everything below) were read.
-    private var listed: Set<ItemIdentifier> = []
+    private(set) var listed: Set<ItemIdentifier> = []
     private var below: Set<ItemIdentifier> = []
 
     init(state: any StateStore) { self.state = state }

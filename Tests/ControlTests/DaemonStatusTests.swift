@@ -76,6 +76,23 @@ import Glibc
         #expect(DomainStatus.assemble(domain, live: monitor.snapshot(), database: noDatabase, now: now).remoteChanged == nil)
     }
 
+    @Test func aWatchedPassReplacesOnlyTheNameTwinsOfTheFoldersItSaw() throws {
+        let monitor = DomainMonitor(name: "home")
+        let twins = try ["a/caf\u{E9}", "a/cafe\u{301}", "b/\u{C5}", "b/A\u{30A}"].map { try RemotePath(string: $0) }
+        var full = PassResult(steps: 0, report: RunReport(), skippedNames: [])
+        full.normalisationTwins = [[twins[0], twins[1]], [twins[2], twins[3]]]
+        monitor.passFinished(full, now: now)
+        // A watched pass in folder a (one twin renamed away): b's twins are not forgotten.
+        var watched = PassResult(steps: 1, report: RunReport(), skippedNames: [])
+        watched.report.succeeded = 1
+        watched.twinsScope = [try RemotePath(string: "a")]
+        monitor.passFinished(watched, now: now)
+        #expect(monitor.snapshot().normalisationTwins == [[twins[2], twins[3]]])
+        // A full pass replaces the list.
+        monitor.passFinished(PassResult(steps: 0, report: RunReport(), skippedNames: []), now: now)
+        #expect(monitor.snapshot().normalisationTwins.isEmpty)
+    }
+
     @Test func transfersShowRateAndTimeLeftAndPendingStepsWhyTheyWait() {
         var live = DomainMonitor.Snapshot()
         live.phase = .syncing
