@@ -507,6 +507,24 @@ extension WebDAVStore {
         return nil
     }
 
+    /// The listing of the temporary `temporary` an upload of `size` bytes to `path` was just
+    /// written to; throws `serverFailedItem` unless it lists all of them. rclone, loaded,
+    /// has listed such a file with 0 bytes right after answering its PUT with success, and
+    /// with all of them a moment later: a short size is looked at again three times (50,
+    /// 100, 200 ms later) before the upload counts as cut.
+    func arrivedEntry(at temporary: RemotePath, size: Int64, of path: RemotePath) async throws(ProviderError) -> RemoteEntry {
+        var entry = try await uploadedEntry(at: temporary)
+        for attempt in 0..<3 where entry.size != size {
+            logger.debug("\(temporary.name) lists \(entry.size) of \(size) bytes after its PUT; looking again")
+            try? await Task.sleep(for: .milliseconds(50 << attempt))
+            entry = try await uploadedEntry(at: temporary)
+        }
+        guard entry.size == size else {
+            throw ProviderError(.serverFailedItem, "the upload of \(path) arrived incomplete (\(entry.size) of \(size) bytes); it is sent again later")
+        }
+        return entry
+    }
+
     /// Uploads `file` to a temporary beside `path`, checks that all of it arrived and moves
     /// it into place (see `WriteGuard.locks`).
     func uploadViaTemporary(_ file: OpenFile, _ before: OpenFile.Status, to path: RemotePath, condition: WriteCondition,
@@ -530,10 +548,7 @@ extension WebDAVStore {
                 }
                 throw status.providerError("PUT", path)
             }
-            sent = try await uploadedEntry(at: temporary)
-            guard sent.size == before.size else {
-                throw ProviderError(.serverUnreachable, "the upload of \(path) arrived incomplete (\(sent.size) of \(before.size) bytes); will retry")
-            }
+            sent = try await arrivedEntry(at: temporary, size: before.size, of: path)
         } catch {
             await removeTemporary(temporary, created: created)
             if try file.status() != before {

@@ -153,6 +153,30 @@ struct WriteGuardTests {
         await store.shutdown()
     }
 
+    @Test("an upload listed short right after its PUT (rclone under load) is looked at again; one that stays short is that item's failure")
+    func shortListingLookedAtAgain() async throws {
+        for listingsShort in [1, 9] {
+            let looks = Mutex(0)
+            let server = try FakeDAVServer { request in
+                guard request.method == "PROPFIND" else { return .init(status: 405) }  // HEAD too: the store lists
+                let short = looks.withLock { $0 += 1; return $0 <= listingsShort }
+                var answer = FakeDAVServer.file("up.tmp")
+                if short { answer.body = answer.body.replacingOccurrences(of: "<d:getcontentlength>3<", with: "<d:getcontentlength>0<") }
+                return answer
+            }
+            let store = try Self.store(server)
+            let name = try RemotePath(["up.tmp"]), target = try RemotePath(["up.txt"])
+            do {
+                let entry = try await store.arrivedEntry(at: name, size: 3, of: target)
+                #expect(listingsShort == 1 && entry.size == 3)
+            } catch {
+                #expect(listingsShort == 9 && error.code == .serverFailedItem, "\(error)")
+                #expect(looks.withLock { $0 } == 4, "looked at four times in all")
+            }
+            await store.shutdown()
+        }
+    }
+
     @Test("a probe that cannot reach the server fails like any request, and is tried again")
     func unreachable() async throws {
         let server = try FakeDAVServer { request in
