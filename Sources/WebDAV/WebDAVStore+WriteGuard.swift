@@ -436,7 +436,10 @@ extension WebDAVStore {
             _ = try await deleteTemporary(moved.path, isFolder: moved.kind == .folder)
             logger.info("removed our temporary \(moved.path): another client moved its folder while it was written")
         } catch {
-            logger.notice("could not remove our temporary \(temporary) on the server (\(error.message)); no client lists it, and it can be deleted by hand")
+            // Looked for again in every later listing (rclone, loaded, has answered a search
+            // for it with a malformed listing while another client moved its folder).
+            lostTemporaries.withLock { _ = $0.insert(temporary.name) }
+            logger.notice("could not remove our temporary \(temporary) on the server yet (\(error.message)); it is deleted when a listing shows it")
         }
     }
 

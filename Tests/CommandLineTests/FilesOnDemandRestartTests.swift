@@ -89,20 +89,27 @@ final class FilesOnDemandRestartTests {
 }
 
 /// A unix datagram socket in the role of systemd's notify socket: keeps the messages and
-/// the descriptors they carry.
+/// the descriptors they carry. Read at once, on a thread of its own, as systemd reads its
+/// socket: a test that looks only now and then would fill the queue (10 datagrams), and a
+/// daemon's later messages (its stop's FDSTOREREMOVE) would be given up after its send timeout.
 final class NotifySocket: @unchecked Sendable {
     let path: String
     let fd: Int32
-    /// Every message received so far (reading those waiting first).
-    var messages: [String] {
-        drain()
-        return received.map { $0.message }
+    /// What the reading thread received, and whether it is to stop.
+    private final class Inbox: @unchecked Sendable {
+        let lock = NSLock()
+        var received: [(message: String, fds: [Int32])] = []
+        var stopped = false
     }
-    private var received: [(message: String, fds: [Int32])] = []
+    private let inbox = Inbox()
+    private let reader: Thread
+
+    /// Every message received so far.
+    var messages: [String] { inbox.lock.withLock { inbox.received.map { $0.message } } }
 
     init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         try #require(fd >= 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -111,10 +118,23 @@ final class NotifySocket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         try #require(bound == 0, "cannot bind \(path): \(String(cString: strerror(errno)))")
+        self.fd = fd
+        let inbox = inbox
+        reader = Thread {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while !inbox.lock.withLock({ inbox.stopped }) {
+                guard poll(&ready, 1, 100) > 0 else { continue }
+                while let entry = NotifySocket.receive(fd) { inbox.lock.withLock { inbox.received.append(entry) } }
+            }
+        }
+        reader.start()
     }
 
     deinit {
-        for entry in received { entry.fds.forEach { close($0) } }
+        // The thread sees the flag within its 100 ms poll; the socket is closed after it.
+        inbox.lock.withLock { inbox.stopped = true }
+        while !reader.isFinished { usleep(10_000) }
+        for entry in inbox.received { entry.fds.forEach { close($0) } }
         close(fd)
         unlink(path)
     }
@@ -124,22 +144,17 @@ final class NotifySocket: @unchecked Sendable {
     func descriptor(named name: String) async throws -> Int32? {
         var found: Int32?
         _ = try await waitUntil(timeout: .seconds(60)) {
-            drain()
-            if let index = received.firstIndex(where: { $0.message.split(separator: "\n").contains("FDSTORE=1")
-                && $0.message.split(separator: "\n").contains("FDNAME=\(name)") && $0.fds.count == 1 }) {
-                found = fcntl(received[index].fds[0], F_DUPFD_CLOEXEC, 100)
+            found = inbox.lock.withLock {
+                inbox.received.first(where: { $0.message.split(separator: "\n").contains("FDSTORE=1")
+                    && $0.message.split(separator: "\n").contains("FDNAME=\(name)") && $0.fds.count == 1 })
+                    .map { fcntl($0.fds[0], F_DUPFD_CLOEXEC, 100) }
             }
             return found != nil
         }
         return found
     }
 
-    /// Reads every datagram waiting.
-    func drain() {
-        while let entry = receive() { received.append(entry) }
-    }
-
-    private func receive() -> (message: String, fds: [Int32])? {
+    private static func receive(_ fd: Int32) -> (message: String, fds: [Int32])? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var control = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { bytes in

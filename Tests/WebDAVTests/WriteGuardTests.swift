@@ -177,6 +177,25 @@ struct WriteGuardTests {
         }
     }
 
+    @Test("a temporary of ours that could not be found to be deleted (a malformed listing) is deleted when a later listing shows it")
+    func lostTemporarySweptLater() async throws {
+        let server = try FakeDAVServer { request in
+            switch (request.method, request.path) {
+            case ("DELETE", "/dav/docs/.tidesync-tmp-T1"): return .init(status: 404)  // its folder moved away meanwhile
+            case ("DELETE", _): return .init(status: 204)
+            case ("PROPFIND", _): return .init(status: 207, body: "<d:multistatus xmlns:d=\"DAV:\"><d:response>")  // cut off
+            default: return .init(status: 405)
+            }
+        }
+        let store = try Self.store(server)
+        await store.removeTemporary(try RemotePath(string: "docs/.tidesync-tmp-T1"), created: true)
+        let moved = try RemotePath(string: "dir-B23/.tidesync-tmp-T1")
+        await store.sweepLostTemporaries(in: [RemoteEntry(path: moved, kind: .file, size: 3, etag: ETag(value: "e"))])
+        #expect(server.requests.contains { $0.method == "DELETE" && $0.path == "/dav/dir-B23/.tidesync-tmp-T1" },
+                "\(server.requests.map { "\($0.method) \($0.path)" })")
+        await store.shutdown()
+    }
+
     @Test("a probe that cannot reach the server fails like any request, and is tried again")
     func unreachable() async throws {
         let server = try FakeDAVServer { request in
