@@ -170,7 +170,7 @@ public final class DomainMonitor: PlanObserver, Sendable {
             if let scope = result.twinsScope {
                 // A watched pass saw only some folders: the twins elsewhere stay as they were.
                 record.snapshot.normalisationTwins = record.snapshot.normalisationTwins.filter { group in
-                    group.first.map { !scope.contains($0.parent) } ?? false
+                    group.first.map { !scope.contains($0.parent) } ?? false && !result.normalisationTwins.contains(group)
                 } + result.normalisationTwins
             } else {
                 record.snapshot.normalisationTwins = result.normalisationTwins

@@ -122,7 +122,9 @@ public final class PlanRunner: Sendable {
                     report.skipped += schedule.finished(index, .failed).count
                     handle(error, of: plan[index], operation: operations[index], temporary: temporaries[index],
                            scratch: scratches[index], context: context, report: &report)
-                    if error.code == .serverFailedItem { serverFailures += 1 }
+                    // Items that failed before (a name the server never stores) back off on
+                    // their own; only new failures tell that the server fails everything.
+                    if error.code == .serverFailedItem, context.failures[plan[index].path] == nil { serverFailures += 1 }
                     if serverFailures == Self.serverFailuresToPark, report.parked == nil {
                         report.parked = Self.failingServer(error)
                         logger.warning("\(report.parked!.message)")

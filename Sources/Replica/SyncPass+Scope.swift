@@ -80,6 +80,7 @@ extension SyncPass {
     static func listedFolders(_ scoped: ScopedRecords, recorded: [RemotePath: ItemRecord],
                               local: [RemotePath: LocalObservation]) -> Set<RemotePath> {
         var folders = Set(recorded.compactMap { scoped.listed.contains($0.value.id) ? $0.key : nil })
+        if scoped.listed.contains(.root) { folders.insert(.root) }  // no path of `recorded` names it
         for path in local.keys where recorded[path] == nil { folders.insert(path.parent) }
         return folders
     }

@@ -88,6 +88,10 @@ import Glibc
         watched.twinsScope = [try RemotePath(string: "a")]
         monitor.passFinished(watched, now: now)
         #expect(monitor.snapshot().normalisationTwins == [[twins[2], twins[3]]])
+        // One that saw b's twins again (read as the folders above what settled) lists them once.
+        watched.normalisationTwins = [[twins[2], twins[3]]]
+        monitor.passFinished(watched, now: now)
+        #expect(monitor.snapshot().normalisationTwins == [[twins[2], twins[3]]])
         // A full pass replaces the list.
         monitor.passFinished(PassResult(steps: 0, report: RunReport(), skippedNames: []), now: now)
         #expect(monitor.snapshot().normalisationTwins.isEmpty)

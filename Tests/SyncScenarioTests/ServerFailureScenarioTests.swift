@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import LocalStore
+import Logging
 import Replica
 import StateDatabase
 import SyncEngine
@@ -66,6 +67,19 @@ struct ServerFailureScenarioTests {
                 #expect(report.parked?.code == .serverFailedItem, "\(String(describing: report.parked))")
                 #expect(store.uploads == 3, "no request after the third failure")
                 #expect(uploaded.isEmpty)
+                // Their backoff over (a clock an hour ahead), the three fail again with bad4,
+                // but only bad4 is a new failure: the domain does not park, "good" is sent.
+                var logger = Logger(label: "server-failure")
+                logger.logLevel = .critical
+                let later = SyncProvider(store: store, state: database, clock: RemoteMoveJournalTests.AheadClock(offset: 3600))
+                let retry = SyncPass(runner: PlanRunner(provider: later, folder: LocalFolder(root: scratch + "/local", bundles: .standard),
+                                                        transfers: 1, logger: logger),
+                                     scanner: LocalScanner(root: scratch + "/local", exclude: ExcludeList(patterns: ExcludeList.defaultPatterns),
+                                                           bundles: .standard),
+                                     host: "testhost", logger: logger)
+                let second = try await retry.run().report
+                #expect(second.parked == nil, "\(String(describing: second.parked))")
+                #expect(readFile(scratch + "/remote/good") == "good")
             } else {
                 #expect(report.parked == nil, "\(String(describing: report.parked))")
                 #expect(report.failed.count == 3)
