@@ -126,8 +126,9 @@ public final class PlanRunner: Sendable {
                     // their own; only new failures tell that the server fails everything.
                     if error.code == .serverFailedItem, context.failures[plan[index].path] == nil { serverFailures += 1 }
                     if serverFailures == Self.serverFailuresToPark, report.parked == nil {
-                        report.parked = Self.failingServer(error)
-                        logger.warning("\(report.parked!.message)")
+                        let parked = Self.failingServer(error)
+                        report.parked = parked
+                        logger.warning("\(parked.message)")
                     }
                 } else {
                     serverFailures = 0

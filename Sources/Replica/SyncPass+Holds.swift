@@ -75,7 +75,7 @@ extension SyncPass {
               recorded: [RemotePath: ItemRecord], total: Int? = nil,
               unknown: UnknownSubtrees) -> (hold: DeletionHold, error: ProviderError)? {
         guard let massDelete else { return nil }
-        let partial = (total ?? recorded.count) > recorded.count
+        let partial = total != nil
         let localEmptied = !partial && DeletionHold.emptied(recorded: recorded, unknown: unknown) { local[$0] != nil }
         let remoteEmptied = !partial && DeletionHold.emptied(recorded: recorded, unknown: unknown) { remote[$0] != nil }
         let hold = DeletionHold.emptiedSide(plan, recorded: recorded, localIsEmpty: localEmptied, remoteIsEmpty: remoteEmptied)

@@ -49,7 +49,7 @@ extension SyncPass {
     /// watched pass that does not walk the remote reads only the rows around the paths the
     /// watcher settled (`SyncProvider.items(around:)`), and then those of the inodes it saw
     /// at paths recorded with another (a move from a place it did not look at); `scoped` is
-    /// nil when every row was read.
+    /// nil when every row was read, or when what was read is every row.
     func records(for scope: PassScope) throws(ProviderError) -> (base: RecordTree, scoped: ScopedRecords?, observed: Observed) {
         guard case .watched(let changes, remote: false) = scope, !changes.fullScan, changes.paths[.root] != true else {
             let base = RecordTree(try runner.provider.items())
@@ -65,14 +65,16 @@ extension SyncPass {
         }
         let known = Set(scoped.rows.compactMap { $0.local?.inode })
         let unknown = moved.filter { !known.contains($0) }
-        guard !unknown.isEmpty else { return (base, scoped, observed) }
-        let wider = try runner.provider.items(around: paths, inodes: unknown)
-        guard wider.rows.count > scoped.rows.count else { return (base, scoped, observed) }
-        scoped = wider
-        base = RecordTree(scoped.rows)
-        recorded = Reconciler.paths(of: base)
-        observed = try observe(scope, root: base.root, recorded: recorded)
-        return (base, scoped, observed)
+        if !unknown.isEmpty {
+            let wider = try runner.provider.items(withLocalInodes: unknown, besides: scoped)
+            if wider.rows.count > scoped.rows.count {
+                scoped = wider
+                base = RecordTree(scoped.rows)
+                recorded = Reconciler.paths(of: base)
+                observed = try observe(scope, root: base.root, recorded: recorded)
+            }
+        }
+        return (base, scoped.isPartial ? scoped : nil, observed)
     }
 
     /// The folders whose every name a scoped pass saw: those whose rows it listed, and

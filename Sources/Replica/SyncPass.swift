@@ -103,7 +103,7 @@ public struct SyncPass: Sendable {
         let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
         Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
-        let twinsScope = scoped?.isPartial == true ? Self.listedFolders(scoped!, recorded: recorded, local: observed.local) : nil
+        let twinsScope = scoped.map { Self.listedFolders($0, recorded: recorded, local: observed.local) }
         let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
         let plan = quiet ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap(quiet ? "plan (nothing changed: skipped)" : "plan")
@@ -120,7 +120,7 @@ public struct SyncPass: Sendable {
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
         let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded,
-                        total: scoped?.isPartial == true ? scoped?.total : nil, unknown: unknown)
+                        total: scoped?.total, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         record(held: held?.hold)
         var report = try await runner.run(plan, context: context)

@@ -20,17 +20,24 @@ public struct ScopedRecords: Sendable {
 }
 
 extension SyncProvider {
-    /// The rows around `paths` (each with its subtree when it is, or was, a folder) and
-    /// around the rows whose recorded local inode is in `inodes`, the root's included.
-    public func items(around paths: [RemotePath], inodes: [UInt64] = []) throws(ProviderError) -> ScopedRecords {
+    /// The rows around `paths` (each with its subtree when it is, or was, a folder), the
+    /// root's included.
+    public func items(around paths: [RemotePath]) throws(ProviderError) -> ScopedRecords {
         var reader = ScopedReader(state: state)
         try reader.addRoot()
         for path in paths { try reader.add(path) }
+        return ScopedRecords(rows: Array(reader.rows.values), total: try state.itemCount(), listed: reader.listed)
+    }
+
+    /// `scoped` with the rows whose recorded local inode is in `inodes`, and the rows around
+    /// them, added.
+    public func items(withLocalInodes inodes: [UInt64], besides scoped: ScopedRecords) throws(ProviderError) -> ScopedRecords {
+        var reader = ScopedReader(state: state, rows: scoped.rows, listed: scoped.listed)
         for inode in Set(inodes) {
             guard let row = try state.item(localInode: inode), reader.rows[row.id] == nil else { continue }
             try reader.add(row)
         }
-        return ScopedRecords(rows: Array(reader.rows.values), total: try state.itemCount(), listed: reader.listed)
+        return ScopedRecords(rows: Array(reader.rows.values), total: scoped.total, listed: reader.listed)
     }
 }
 
@@ -42,7 +49,11 @@ struct ScopedReader {
     private(set) var listed: Set<ItemIdentifier> = []
     private var below: Set<ItemIdentifier> = []
 
-    init(state: any StateStore) { self.state = state }
+    init(state: any StateStore, rows: [ItemRecord] = [], listed: Set<ItemIdentifier> = []) {
+        self.state = state
+        self.rows = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.listed = listed
+    }
 
     mutating func addRoot() throws(ProviderError) {
         if let root = try state.item(.root) { rows[.root] = root }
