@@ -13,7 +13,29 @@ struct FileStatus: Equatable {
     /// The content version: size, mtime in ns and inode together, so any content
     /// change (rename-over, in-place write, truncate) gives a new version.
     var etag: ETag {
-        ETag(value: "\(String(size, radix: 16))-\(String(modificationSeconds, radix: 16)).\(String(modificationNanoseconds, radix: 16))-\(String(inode, radix: 16))")
+        // "size-seconds.nanoseconds-inode" in lowercase hex, written into one buffer (a listing
+        // makes one per entry; four `String(_:radix:)` and an interpolation cost more than the lstat).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        func hex(_ value: UInt64) {
+            let digits = Swift.max(1, (64 - value.leadingZeroBitCount + 3) / 4)
+            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                let digit = UInt8((value >> UInt64(shift)) & 0xF)
+                bytes.append(digit < 10 ? 0x30 + digit : 0x57 + digit)
+            }
+        }
+        func signed(_ value: Int64) {  // as `String(_:radix:)` writes it: a minus, then the magnitude
+            if value < 0 { bytes.append(0x2D) }
+            hex(value.magnitude)
+        }
+        signed(size)
+        bytes.append(0x2D)
+        signed(modificationSeconds)
+        bytes.append(0x2E)
+        signed(modificationNanoseconds)
+        bytes.append(0x2D)
+        hex(inode)
+        return ETag(value: String(decoding: bytes, as: UTF8.self))
     }
 
     init(_ st: stat) {
@@ -35,6 +57,15 @@ struct FileStatus: Equatable {
         if lstat(path, &st) == 0 { return FileStatus(st) }
         if errno == ENOENT || errno == ENOTDIR { return nil }
         throw SystemError.providerError(errno, "cannot read the status of \(path)")
+    }
+
+    /// `lstat` of `name` in the open folder `folder` (`fstatat`: no walk of the path from
+    /// the root for each entry of a listing); nil when nothing is there. `path` is for errors.
+    static func of(_ name: String, in folder: Int32, path: @autoclosure () -> String) throws(ProviderError) -> FileStatus? {
+        var st = stat()
+        if fstatat(folder, name, &st, AT_SYMLINK_NOFOLLOW) == 0 { return FileStatus(st) }
+        if errno == ENOENT || errno == ENOTDIR { return nil }
+        throw SystemError.providerError(errno, "cannot read the status of \(path())")
     }
 
     /// `fstat` of an open descriptor.

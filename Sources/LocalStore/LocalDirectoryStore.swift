@@ -127,7 +127,7 @@ public struct LocalDirectoryStore: RemoteStore {
             }
             guard let child = try? path.appending(name) else { continue }
             // A file that vanishes between readdir and lstat is simply not listed.
-            guard let status = try FileStatus.of(fullPath(child)) else { continue }
+            guard let status = try FileStatus.of(name, in: dirfd(dir), path: directory + "/" + name) else { continue }
             entries.append(try entry(for: child, status: status))
         }
         return entries

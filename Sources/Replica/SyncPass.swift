@@ -88,13 +88,23 @@ public struct SyncPass: Sendable {
         lap("recover")
         let unreadableBefore = unreadableBefore()
         let widened = Self.widened(scope, by: unreadableBefore)
+        let generation = runner.provider.rowsGeneration()
+        var listing: RemoteListing?
+        if Self.touchesNothing(widened), widened.walksRemote, unreadableBefore.isEmpty {
+            guard let walked = try await runner.provider.walkUnlessUnchanged() else {
+                try checkRoot(try runner.provider.itemRecord(.root))
+                lap("remote walk (as listed when it last agreed with the rows: no row read)")
+                return unchangedPoll()
+            }
+            listing = walked
+        }
         let (base, scoped, read) = try records(for: widened)
         let recorded = Reconciler.paths(of: base)
         var observed = read
         let parts = resumableParts(observed.temporaries, scope: scope)
         if widened.isFull { recordBirthTimes(observed.local, recorded: recorded) }
         lap("local scan")
-        let walked = try await remoteSide(scope, base: base, recorded: recorded, observed: &observed)
+        let walked = try await remoteSide(scope, base: base, recorded: recorded, listing: listing, observed: &observed)
         lap("remote walk")
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
@@ -105,6 +115,7 @@ public struct SyncPass: Sendable {
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
         let twinsScope = scoped.map { Self.listedFolders($0, recorded: recorded, local: observed.local) }
         let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
+        if quiet { runner.provider.noteMatchedWalk(walked.digest, generation: generation) }
         let plan = quiet ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap(quiet ? "plan (nothing changed: skipped)" : "plan")
         runner.sweepParts(parts, plan: plan, remote: remote)
@@ -152,12 +163,12 @@ public struct SyncPass: Sendable {
     /// The remote as this pass takes it, with the folders the walk could not list: walked
     /// since the anchor, or as recorded for a pass that does not walk. A watched pass that
     /// walks also looks at the paths that changed on the server, whatever the watcher said.
-    func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord],
+    func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord], listing: RemoteListing?,
                     observed: inout Observed) async throws(ProviderError)
-        -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?, quiet: Bool) {
-        guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil, true) }
+        -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?, quiet: Bool, digest: ListingDigest?) {
+        guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil, true, nil) }
         let provider = runner.provider
-        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base)
+        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base, listing: listing)
         if case .watched = scope {
             let deleted = Set(batch.deleted)
             let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)
@@ -165,7 +176,18 @@ public struct SyncPass: Sendable {
         }
         // Quiet: nothing the plan would look at changed (excluded names never reach it).
         let quiet = batch.deleted.isEmpty && batch.unlisted.isEmpty && batch.updated.allSatisfy { scanner.exclude.excludes($0.path) }
-        return (batch.snapshot, batch.unlisted, quiet)
+        return (batch.snapshot, batch.unlisted, quiet, batch.listingDigest)
+    }
+
+    /// The result of an idle poll whose walk listed what the last walk agreeing with the rows
+    /// listed (`SyncProvider.walkUnlessUnchanged`): what a quiet pass over every row gives,
+    /// with no folder's names looked at (status keeps its name twins).
+    func unchangedPoll() -> PassResult {
+        _ = release.admits(nil)
+        record(held: nil)
+        var result = PassResult(steps: 0, report: RunReport(), skippedNames: [], planned: false)
+        result.twinsScope = []
+        return result
     }
 
     /// True for a watched pass in which the watcher settled no path: its local side is the

@@ -48,6 +48,7 @@ extension StateDatabase {
     ///   replay after a crash may repeat them.
     public func apply(_ changes: [StateChange]) throws(ProviderError) {
         guard !changes.isEmpty else { return }
+        generation.withLock { $0 &+= 1 }
         try write("apply \(changes.count) changes") { db in
             for change in changes {
                 do {

@@ -7,6 +7,7 @@
 
 import Foundation
 import GRDB
+import Synchronization
 import SyncEngine
 import SyncModel
 
@@ -25,6 +26,9 @@ public final class StateDatabase: StateStore, Sendable {
 
     /// How long a statement waits for another process's lock before failing.
     static let busyTimeout: TimeInterval = 5
+    /// Bumped by every `apply` through this instance, before it writes (`itemsGeneration`).
+    /// Only the daemon that holds the domain's lock writes the file, through one instance.
+    let generation = Mutex<Int64>(0)
 
     /// `<stateDirectory>/<name>.sqlite`: where the state DB of the domain `name` lives.
     public static func path(forDomain name: String, stateDirectory: String) -> String {

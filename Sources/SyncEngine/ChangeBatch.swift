@@ -13,6 +13,10 @@ public struct ChangeBatch: Sendable {
     /// Folders the store could not list, with why: the recorded items below them are in
     /// `snapshot` as recorded, never in `deleted`.
     public var unlisted: [RemotePath: ProviderError] = [:]
+    /// The digest of the listing compared, for `noteMatchedWalk`; nil when the comparison
+    /// depended on more than the listing and the rows (a server that hides dot names, a
+    /// folder not listed, a bundle being swapped).
+    public var listingDigest: ListingDigest?
 
     public var isEmpty: Bool { updated.isEmpty && deleted.isEmpty }
 }

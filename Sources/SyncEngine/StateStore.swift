@@ -18,6 +18,10 @@ public protocol StateStore: Sendable {
     func allItems() throws(ProviderError) -> [ItemRecord]
     /// How many item rows there are, the root's included.
     func itemCount() throws(ProviderError) -> Int
+    /// A number that changes whenever `apply` may have changed a row (a failed one too);
+    /// nil when the store cannot tell. A walk that lists what the last walk matching the
+    /// rows listed, with the rows' generation unchanged, needs no row read.
+    func itemsGeneration() -> Int64?
     /// The item whose recorded local inode is `inode` (rename detection).
     func item(localInode: UInt64) throws(ProviderError) -> ItemRecord?
     /// The item whose server file id is `fileID` (remote rename detection).
@@ -55,4 +59,7 @@ public protocol StateStore: Sendable {
 extension StateStore {
     /// Counts `allItems()`; a database counts without reading the rows.
     public func itemCount() throws(ProviderError) -> Int { try allItems().count }
+
+    /// Cannot tell: every walk is compared with the rows.
+    public func itemsGeneration() -> Int64? { nil }
 }

@@ -42,6 +42,9 @@ public final class SyncProvider: Sendable {
     /// not show (nginx leaves such names out): asked for by name by every walk until the
     /// server no longer has them (`addHiddenEntries`).
     let collidedHiddenNames = Mutex<Set<RemotePath>>([])
+    /// The last walk a pass found agreeing with the rows, and the rows' generation when they
+    /// were read for it (`SyncProvider+MatchedWalk.swift`).
+    let matchedWalk = Mutex<(digest: ListingDigest, generation: Int64)?>(nil)
 
     public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
                 bundles: BundleRule = .standard) {

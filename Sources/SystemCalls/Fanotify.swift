@@ -161,6 +161,17 @@ public final class PreContentGroup: @unchecked Sendable {
         case broken
     }
 
+    /// Waits for events to read, or until `wake` is signalled, with no timeout: an idle loop
+    /// costs no wake-up. `.timedOut` when `wake` woke it (or a signal came).
+    public func wait(wakingOn wake: WakePipe) -> Readiness {
+        var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readEnd, events: Int16(POLLIN), revents: 0)]
+        let result = poll(&fds, 2, -1)
+        if result < 0 { return errno == EINTR ? .timedOut : .broken }
+        if fds[0].revents & Int16(POLLIN) != 0 { return .ready }
+        if fds[0].revents != 0 { return .broken }
+        return .timedOut
+    }
+
     /// Waits up to `milliseconds` for events to read.
     public func wait(milliseconds: Int32) -> Readiness {
         var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)

@@ -34,6 +34,7 @@ struct ScopedPassTests {
             return counted(try inner.allItems())
         }
         func itemCount() throws(ProviderError) -> Int { try inner.itemCount() }
+        func itemsGeneration() -> Int64? { inner.itemsGeneration() }
         func item(localInode: UInt64) throws(ProviderError) -> ItemRecord? { counted(try inner.item(localInode: localInode)) }
         func item(remoteFileID: String) throws(ProviderError) -> ItemRecord? { counted(try inner.item(remoteFileID: remoteFileID)) }
         func syncAnchor() throws(ProviderError) -> SyncAnchor? { try inner.syncAnchor() }

@@ -69,6 +69,9 @@ public final class Hydrator: @unchecked Sendable {
     private var pending: Set<Int32> = []
     /// Signalled when the event loop has ended.
     private let loopEnded = DispatchSemaphore(value: 0)
+    /// Signalled by `stop` to wake the loop, which otherwise waits for events without a
+    /// timeout; nil when no pipe could be made (then the loop looks every 50 ms).
+    private let wake = WakePipe()
     /// True when the group came from an earlier run of the daemon.
     public let isInherited: Bool
     /// Other processes' events read before `release`, in order; nil once released (or
@@ -165,7 +168,10 @@ public final class Hydrator: @unchecked Sendable {
             defer { stopped = true }
             return thread != nil && !stopped
         }
-        if running { loopEnded.wait() }
+        if running {
+            wake?.signal()
+            loopEnded.wait()
+        }
         let waiting = lock.withLock { () -> Set<Int32> in
             defer { pending.removeAll() }
             return pending
@@ -177,7 +183,7 @@ public final class Hydrator: @unchecked Sendable {
     private func loop() {
         defer { loopEnded.signal() }
         while !lock.withLock({ stopped }) {
-            switch group.wait(milliseconds: 50) {
+            switch wake.map(group.wait(wakingOn:)) ?? group.wait(milliseconds: 50) {
             case .timedOut: continue
             case .broken:
                 logger.critical("the fanotify group can no longer be read; placeholders are not hydrated until the daemon restarts")

@@ -1,0 +1,77 @@
+import Foundation
+import LocalStore
+import Logging
+import Replica
+import StateDatabase
+import SyncEngine
+import Testing
+import TestSupport
+
+/// An idle poll (the daemon's 30 s remote walk with nothing settled locally) whose walk
+/// lists what the last walk agreeing with the rows listed reads no row: at 100 000 items
+/// reading and indexing them was most of an idle minute's CPU (issue 16). Counted in rows.
+/// A change on the server, or a row changed since, is still compared and synced.
+@Suite("an idle poll that finds the remote as it was reads no row")
+struct IdlePollTests {
+    @Test("polls after one that agreed read no row; a remote edit, a remote delete and a changed row are each found")
+    func unchangedWalkReadsNoRow() async throws {
+        let scratch = temporaryPath("tidesync-idle-poll-")
+        defer { removeTree(scratch) }
+        let (local, remote) = (scratch + "/local", scratch + "/remote")
+        try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
+        for folder in 0..<10 {
+            for file in 0..<20 { try writeFile(local + "/f\(folder)/deep/file\(file).txt", "content \(folder)-\(file)") }
+        }
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let state = ScopedPassTests.CountingState(database)
+        var logger = Logger(label: "idle-poll")
+        logger.logLevel = .warning
+        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state)
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
+        let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
+                            host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
+        #expect(try await pass.run().report.succeeded == 220, "200 files in 20 folders")
+        let total = try database.itemCount()
+
+        func poll(_ label: String, reads wholeReads: Int) async throws -> PassResult {
+            state.reset()
+            let result = try await pass.run(.watched(SettledChanges(paths: [:]), remote: true))
+            #expect(state.wholeReads == wholeReads, "\(label): \(state.wholeReads) whole reads")
+            if wholeReads == 0 { #expect(state.rows <= 1, "\(label): \(state.rows) rows read") }
+            #expect(result.report.failed.isEmpty && result.report.parked == nil, "\(label): \(result.report.failed)")
+            return result
+        }
+        // The first poll compares the walk with every row; the ones after read none.
+        #expect(try await poll("first poll", reads: 1).steps == 0)
+        for round in 0..<3 {
+            let idle = try await poll("idle poll \(round)", reads: 0)
+            #expect(idle.steps == 0 && !idle.planned && idle.twinsScope == [])
+        }
+
+        // An edit on the server, same size, deep down: the listing differs, so it is compared.
+        try writeFile(remote + "/f7/deep/file3.txt", "CONTENT 7-3")
+        #expect(try await poll("after a remote edit", reads: 1).steps == 1)
+        #expect(readFile(local + "/f7/deep/file3.txt") == "CONTENT 7-3")
+        #expect(try await poll("after the download", reads: 1).steps == 0, "the download changed rows: compared again")
+        #expect(try await poll("idle again", reads: 0).steps == 0)
+
+        #expect(unlink(remote + "/f2/deep/file9.txt") == 0)
+        #expect(try await poll("after a remote delete", reads: 1).steps == 1)
+        #expect(readFile(local + "/f2/deep/file9.txt") == nil)
+        _ = try await poll("after the delete", reads: 1)
+
+        // A row changed without the remote changing (here by hand: the version it recorded is
+        // another): the rows' generation moved, so the same listing is compared with them.
+        _ = try await poll("idle before the row change", reads: 0)
+        let id = try #require(try provider.itemID(at: RemotePath(string: "f4/deep/file0.txt")))
+        var row = try #require(try database.item(id))
+        row.remoteETag = ETag(value: "not-the-servers")
+        try database.apply([.upsert(row)])
+        let compared = try await poll("after a row change", reads: 1)
+        #expect(compared.steps == 1, "the row's version differs from the listing's: looked at")
+        #expect(try database.item(id)?.remoteETag?.value != "not-the-servers")
+        #expect(readFile(local + "/f4/deep/file0.txt") == "content 4-0" && readFile(remote + "/f4/deep/file0.txt") == "content 4-0")
+        #expect(try database.itemCount() == total - 1)
+    }
+}
