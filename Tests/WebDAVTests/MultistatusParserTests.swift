@@ -38,6 +38,46 @@ struct MultistatusParserTests {
         #expect(paths.remotePath(href: responses[1].href) == p("Docs/a b#c.txt"))
     }
 
+    @Test("values lose the whitespace around them (newlines, tabs, Unicode spaces) and keep what is inside; elements of other namespaces are not read")
+    func trimmedValues() throws {
+        let body = """
+            <?xml version="1.0"?>
+            <D:multistatus xmlns:D="DAV:" xmlns:x="urn:other">
+             <D:response>
+              <D:href>
+                /dav/a%20b.txt\t
+              </D:href>
+              <x:href>/dav/not-this</x:href>
+              <D:propstat><D:prop><D:resourcetype/>
+                <D:getcontentlength> 7 </D:getcontentlength>
+                <D:getetag>\u{00A0}"in side"\u{2003}</D:getetag><x:getetag>"other"</x:getetag>
+                <D:getlastmodified>Sun, 22 Nov 2026 13:45:01 GMT</D:getlastmodified></D:prop>
+               <D:status>
+                 HTTP/1.1 200 OK
+               </D:status></D:propstat>
+             </D:response>
+            </D:multistatus>
+            """
+        let responses = try MultistatusParser.parse(Data(body.utf8))
+        #expect(responses.count == 1)
+        #expect(responses.first?.href == "/dav/a%20b.txt")
+        #expect(responses.first?.contentLength == 7)
+        #expect(responses.first?.etag == "\"in side\"")
+        #expect(responses.first?.lastModified == "Sun, 22 Nov 2026 13:45:01 GMT")
+        #expect(MultistatusParser.trimmed("\"abc\"") == "\"abc\"" && MultistatusParser.trimmed(" \n\"abc\" \r\n") == "\"abc\"")
+        #expect(MultistatusParser.trimmed("") == "" && MultistatusParser.trimmed(" \t ") == "")
+        // The same as Foundation's trimming, whatever is at the ends.
+        let pieces = ["", " ", "\t", "\n", "\r\n", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2003}", "\u{3000}", "a", "é", "\"", "x y", "\u{1F}"]
+        for head in pieces {
+            for body in ["", "abc", "\"W/x\"", "a b", "é"] {
+                for tail in pieces {
+                    let text = head + body + tail
+                    #expect(MultistatusParser.trimmed(text) == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(Array(text.unicodeScalars))")
+                }
+            }
+        }
+    }
+
     @Test("Nextcloud's oc:checksums are kept as the server wrote them; Apache's 404 for them is no checksum")
     func checksums() throws {
         let body = """

@@ -18,6 +18,14 @@
 #      BENCH_IDLE_SECONDS without changes: CPU seconds used (utime+stime of
 #      /proc/PID/stat), scaled to a minute, and RSS (VmRSS) at the end.
 #
+# With BENCH_REMOTE=apache the remote is a private Apache mod_dav on 127.0.0.1
+# (packaging/dav-server.sh; the tree is copied onto its disk, so the seed still
+# transfers nothing) at its Depth-infinity root, with one PROPFIND Depth:
+# infinity by curl as a second reference; BENCH_REMOTE=apache-stock uses its
+# root with Debian's default DavDepthInfinity Off (a walk is one PROPFIND
+# Depth: 1 per folder; the curl reference does the same, one process,
+# keep-alive).
+#
 # Goals (issue 16): no-change pass <= 2x find and <= 64 MiB; save -> server
 # p50 <= 1.1 s, p99 <= 1.5 s; idle <= 0.3 CPU s per minute and <= 64 MiB.
 #
@@ -28,6 +36,7 @@
 #   BENCH_SAVES=20          saves timed in case 2 (0 skips case 2)
 #   BENCH_IDLE_SECONDS=60   the idle window of case 2
 #   BENCH_KEEP=1            keep the work directory
+#   BENCH_REMOTE=local      local (a directory), apache or apache-stock
 #   TIDESYNC_BIN=PATH       use this binary instead of building one
 set -euo pipefail
 
@@ -42,6 +51,8 @@ RUNS=${BENCH_RUNS:-3}
 SAVES=${BENCH_SAVES:-20}
 IDLE_SECONDS=${BENCH_IDLE_SECONDS:-60}
 KEEP=${BENCH_KEEP:-0}
+REMOTE=${BENCH_REMOTE:-local}
+[[ "$REMOTE" =~ ^(local|apache|apache-stock)$ ]] || die "BENCH_REMOTE must be local, apache or apache-stock"
 for pair in "BENCH_ITEMS $ITEMS 100" "BENCH_RUNS $RUNS 1" "BENCH_SAVES $SAVES 0" "BENCH_IDLE_SECONDS $IDLE_SECONDS 1"; do
     set -- $pair
     [[ "$2" =~ ^[0-9]+$ && "$2" -ge "$3" ]] || die "$1 must be a whole number >= $3"
@@ -62,6 +73,7 @@ work=$(mktemp -d /tmp/tidesync-scale-bench.XXXXXX)
 daemon=
 cleanup() {
     [[ -n "$daemon" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    [[ "$REMOTE" == local ]] || bash "$repo/packaging/dav-server.sh" stop "$work/dav" || true
     if [[ "$KEEP" == 1 ]]; then say "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -81,7 +93,36 @@ for f in range(folders):
         with open(os.path.join(folder, name), "wb") as out:
             out.write(rng.randbytes(rng.randrange(1, 65)))
 EOF
-cp -a "$work/L" "$work/R"
+R=$work/R remote_url="file://$work/R" credentials="" curl_ref=""
+if [[ "$REMOTE" == local ]]; then
+    cp -a "$work/L" "$R"
+else
+    bash "$repo/packaging/dav-server.sh" start "$work/dav" >&2 || die "could not start the DAV server"
+    # shellcheck source=/dev/null
+    source "$work/dav/env"
+    if [[ "$REMOTE" == apache ]]; then
+        base=$TIDESYNC_TEST_DAV_INF_URL root=$TIDESYNC_TEST_DAV_INF_ROOT
+    else
+        base=$TIDESYNC_TEST_DAV_URL root=$TIDESYNC_TEST_DAV_ROOT
+    fi
+    R=$root/scale remote_url="${base}scale/"
+    cp -a "$work/L" "$R"
+    [[ "$(id -u)" -ne 0 ]] || chown -R "$TIDESYNC_TEST_DAV_OWNER:$TIDESYNC_TEST_DAV_OWNER" "$R"
+    export TIDESYNC_PASSWORD_SCALE=$TIDESYNC_TEST_DAV_PASSWORD
+    credentials="username = \"$TIDESYNC_TEST_DAV_USER\""
+    (umask 077; printf 'user = "%s:%s"\n' "$TIDESYNC_TEST_DAV_USER" "$TIDESYNC_TEST_DAV_PASSWORD" > "$work/curl.conf")
+    # The folders to list: the root alone with Depth infinity, every folder with Depth 1.
+    python3 - "$R" "$remote_url" "$REMOTE" > "$work/propfind.conf" <<'EOF'
+import os, sys, urllib.parse
+root, url, mode = sys.argv[1:]
+folders = [""] if mode == "apache" else sorted(os.path.relpath(t, root) for t, _, _ in os.walk(root))
+for folder in folders:
+    path = "" if folder in ("", ".") else urllib.parse.quote(folder) + "/"
+    print('url = "%s%s"\noutput = "/dev/null"' % (url, path))
+EOF
+    depth=$([[ "$REMOTE" == apache ]] && echo infinity || echo 1)
+    curl_ref="curl --config $work/curl.conf --config $work/propfind.conf --noproxy * --silent --show-error --fail -X PROPFIND -H Depth:$depth"
+fi
 config=$work/config.toml
 cat > "$config" <<EOF
 log_level = "debug"
@@ -91,7 +132,8 @@ socket = "$work/state/tidesync.sock"
 [[domain]]
 name = "scale"
 local = "$work/L"
-remote = "file://$work/R"
+remote = "$remote_url"
+$credentials
 EOF
 
 start=$(date +%s.%N)
@@ -101,12 +143,17 @@ say "seeded in ${seed}s"
 
 # "seconds kib" of one command, from /usr/bin/time.
 timed() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2>> "$work/pass.log"; cat "$work/time"; }
-passes=() finds=() rss=() frss=()
+passes=() finds=() rss=() frss=() curls=()
 for k in $(seq "$RUNS"); do
     read -r s m < <(timed "$bin" run --once --config "$config") || die "a no-change pass failed: $(tail -5 "$work/pass.log")"
     passes+=("$s") rss+=("$m")
-    read -r s m < <(timed find "$work/L" "$work/R" -printf '%s %T@\n')
+    read -r s m < <(timed find "$work/L" "$R" -printf '%s %T@\n')
     finds+=("$s") frss+=("$m")
+    if [[ -n "$curl_ref" ]]; then
+        # shellcheck disable=SC2086
+        read -r s m < <(set -f; timed $curl_ref) || die "curl's PROPFIND failed"
+        curls+=("$s")
+    fi
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 pass=$(median "${passes[@]}") find=$(median "${finds[@]}")
@@ -126,7 +173,7 @@ if (( SAVES > 0 )); then
         (( SECONDS < deadline )) || die "the daemon was not idle after 600 s"
         sleep 0.2
     done
-    latency=$(python3 - "$work/L" "$work/R" "$SAVES" <<'EOF'
+    latency=$(python3 - "$work/L" "$R" "$SAVES" <<'EOF'
 import os, sys, time
 local, remote, saves = sys.argv[1], sys.argv[2], int(sys.argv[3])
 files = []
@@ -165,13 +212,21 @@ EOF
 fi
 
 ratio=$(echo "scale=1; $pass / $find" | bc)
+curl_row=""
+if [[ -n "$curl_ref" ]]; then
+    curl=$(median "${curls[@]}")
+    folders=$(grep -c '^url' "$work/propfind.conf")
+    curl_row="| the same, reference curl | - | $folders PROPFIND(s) Depth $depth, one curl process: ${curl}s | $(echo "scale=1; $pass / $curl" | bc)x |"
+fi
+remote_name=$([[ "$REMOTE" == local ]] && echo "local-directory remote" || echo "Apache mod_dav on 127.0.0.1 ($REMOTE)")
 cat <<EOF
 
-scale-bench: $ITEMS files, local-directory remote, release binary $("$bin" --version 2>/dev/null | head -1)
+scale-bench: $ITEMS files, $remote_name, release binary $("$bin" --version 2>/dev/null | head -1)
 | case | tidesync | reference | ratio |
 | --- | --- | --- | --- |
 | seed (both sides hold every file) | ${seed}s | - | - |
 | a pass with nothing changed (median of $RUNS) | ${pass}s, peak RSS $((pass_rss / 1024)) MiB | find over both trees ${find}s, $((find_rss / 1024)) MiB | ${ratio}x |
+$curl_row
 | save -> remote ($SAVES saves) | $latency | the 1 s debounce | - |
 | idle, poll_interval 30 s ($IDLE_SECONDS s) | $idle | - | - |
 | state DB | $((db / 1024)) KiB | - | - |

@@ -195,14 +195,19 @@ EOF
 }
 
 # Requests in the access log after line $1: method counts, statuses >= 400,
-# total server time (%D, the last field, in microseconds).
+# total server time (%D, the last field, in microseconds). The requests of the
+# store's one-time probe (its `.tidesync-tmp-probe-` scratch file: a few PUTs,
+# HEADs and a DELETE per process) are counted apart, as probe=N: they touch no
+# synced file.
 requests_since() {
     tail -n +"$(($1 + 1))" "$ACCESS_LOG" | awk '
-        { m = substr($5, 2); n[m]++; total++; us += $NF; if ($(NF - 3) >= 400) bad++ }
+        { total++; us += $NF; if ($(NF - 3) >= 400) bad++ }
+        index($6, ".tidesync-tmp-probe-") { probe++; next }
+        { m = substr($5, 2); n[m]++ }
         END {
             s = ""
             for (k in n) s = s sprintf("%s=%d ", k, n[k])
-            printf "%d requests: %s(>=400: %d) server time %.2f s", total, s, bad + 0, us / 1e6
+            printf "%d requests: %s(probe=%d, >=400: %d) server time %.2f s", total, s, probe + 0, bad + 0, us / 1e6
         }'
 }
 
