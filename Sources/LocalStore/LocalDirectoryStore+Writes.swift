@@ -257,7 +257,9 @@ enum FileCopy {
 
     static func copy(from input: Int32, at inputOffset: Int64, to output: Int32, at outputOffset: Int64,
                      length: Int64, progress: TransferProgress?, what: String) throws(ProviderError) {
-        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        // No larger than the copy: a small file's copy zeroed a whole MiB (2 % of a
+        // 10 000-file download's time).
+        var buffer = [UInt8](repeating: 0, count: Int(min(Int64(chunkSize), max(length, 1))))
         var done: Int64 = 0
         while done < length {
             let want = Int(min(Int64(chunkSize), length - done))

@@ -48,7 +48,10 @@ extension StateDatabase {
     ///   replay after a crash may repeat them.
     public func apply(_ changes: [StateChange]) throws(ProviderError) {
         guard !changes.isEmpty else { return }
+        // Moved before and after: a generation read while the transaction is open (rows read
+        // before its commit) is never the one after it.
         generation.withLock { $0 &+= 1 }
+        defer { generation.withLock { $0 &+= 1 } }
         try write("apply \(changes.count) changes") { db in
             for change in changes {
                 do {

@@ -26,7 +26,8 @@ public final class StateDatabase: StateStore, Sendable {
 
     /// How long a statement waits for another process's lock before failing.
     static let busyTimeout: TimeInterval = 5
-    /// Bumped by every `apply` through this instance, before it writes (`itemsGeneration`).
+    /// Bumped by every `apply` through this instance, before it writes and after
+    /// (`itemsGeneration`).
     /// Only the daemon that holds the domain's lock writes the file, through one instance.
     let generation = Mutex<Int64>(0)
 

@@ -20,6 +20,29 @@ import Glibc
         return (LocalFolder(root: root), root)
     }
 
+    /// A new file is put in place with a rename that refuses to replace (or a link): a
+    /// file made at the name since the plan looked is kept, and the download's temporary
+    /// goes; without one, the download lands and no temporary is left beside it.
+    @Test func aNewFileNeverReplacesOneMadeMeanwhile() throws {
+        let (folder, root) = try folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let download = folder.temporaryURL(beside: p("new.txt"))
+        try Data("theirs".utf8).write(to: download)
+        try Data("made meanwhile".utf8).write(to: URL(fileURLWithPath: root + "/new.txt"))
+        #expect(throws: ProviderError.self) {
+            try folder.install(download, at: p("new.txt"), replacing: nil, modificationDate: nil)
+        }
+        #expect(try String(contentsOfFile: root + "/new.txt", encoding: .utf8) == "made meanwhile")
+        #expect(!FileManager.default.fileExists(atPath: download.path), "the temporary is left behind")
+
+        let second = folder.temporaryURL(beside: p("other.txt"))
+        try Data("downloaded".utf8).write(to: second)
+        let installed = try folder.install(second, at: p("other.txt"), replacing: nil, modificationDate: Date(timeIntervalSince1970: 1_000_000))
+        #expect(try String(contentsOfFile: root + "/other.txt", encoding: .utf8) == "downloaded")
+        #expect(folder.entry(at: p("other.txt"))?.stat.inode == installed.inode)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).sorted() == ["new.txt", "other.txt"])
+    }
+
     @Test func aFileHeldOpenForWritingAtTheExchangeIsPutBack() throws {
         let (folder, root) = try folder()
         defer { try? FileManager.default.removeItem(atPath: root) }
