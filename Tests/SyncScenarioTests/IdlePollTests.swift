@@ -1,6 +1,4 @@
 import Foundation
-import LocalStore
-import Logging
 import Replica
 import StateDatabase
 import SyncEngine
@@ -24,13 +22,7 @@ struct IdlePollTests {
         }
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
-        let state = ScopedPassTests.CountingState(database)
-        var logger = Logger(label: "idle-poll")
-        logger.logLevel = .warning
-        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state)
-        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
-        let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
-                            host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
+        let (pass, provider, state) = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
         #expect(try await pass.run().report.succeeded == 220, "200 files in 20 folders")
         let total = try database.itemCount()
 

@@ -51,6 +51,20 @@ struct ScopedPassTests {
         func recordUnreadableFolders(_ folders: [UnreadableFolder]) throws(ProviderError) { try inner.recordUnreadableFolders(folders) }
     }
 
+    /// A pass between `local` and the local-directory remote `remote` whose state DB reads
+    /// are counted (warnings only in the log).
+    static func countedPass(local: String, remote: String, database: StateDatabase)
+        -> (pass: SyncPass, provider: SyncProvider, state: CountingState) {
+        let state = CountingState(database)
+        var logger = Logger(label: "counted-pass")
+        logger.logLevel = .warning
+        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state)
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
+        let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
+                            host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
+        return (pass, provider, state)
+    }
+
     /// Rows for `folders` × `files` synced files below `bulk/` that no pass here looks at
     /// (nothing of them is on disk: a pass that read them would plan their deletion).
     static func bulkRows(folders: Int, files: Int) -> [StateChange] {
@@ -79,13 +93,7 @@ struct ScopedPassTests {
         for name in ["docs/a.txt", "docs/b.txt", "top.txt", "old/deep/c.txt"] { try writeFile(local + "/" + name, name) }
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
-        let state = CountingState(database)
-        var logger = Logger(label: "scoped-pass")
-        logger.logLevel = .warning
-        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state)
-        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
-        let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
-                            host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
+        let (pass, _, state) = Self.countedPass(local: local, remote: remote, database: database)
         #expect(try await pass.run().report.succeeded == 7)
         try database.apply(Self.bulkRows(folders: 200, files: 100))
         #expect(try database.itemCount() > 20_000)
