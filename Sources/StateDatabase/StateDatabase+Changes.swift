@@ -50,8 +50,11 @@ extension StateDatabase {
         guard !changes.isEmpty else { return }
         // Moved before and after: a generation read while the transaction is open (rows read
         // before its commit) is never the one after it.
-        generation.withLock { $0 &+= 1 }
-        defer { generation.withLock { $0 &+= 1 } }
+        // The anchor alone is not a row: a walk that meets excluded names on the server
+        // writes a new one each time, and must not undo the next poll's skip.
+        let rows = changes.contains { if case .setSyncAnchor = $0 { false } else { true } }
+        if rows { generation.withLock { $0 &+= 1 } }
+        defer { if rows { generation.withLock { $0 &+= 1 } } }
         try write("apply \(changes.count) changes") { db in
             for change in changes {
                 do {

@@ -32,7 +32,8 @@ public struct ListingDigest: Hashable, Sendable, CustomStringConvertible {
             integer(entry.size)
             field(entry.etag.map { ($0.isWeak ? "W/" : "") + $0.value })
             field(entry.fileID)
-            integer(entry.modificationDate.map { Int64(($0.timeIntervalSince1970 * 1_000_000_000).rounded()) } ?? Int64.min)
+            // The bits of the Double: any date a server sends (year 1 or 9999) fits.
+            integer(entry.modificationDate.map { Int64(bitPattern: $0.timeIntervalSince1970.bitPattern) } ?? Int64.min)
             field(entry.symlinkTarget)
             field(entry.checksums)
         }

@@ -18,7 +18,8 @@ public protocol StateStore: Sendable {
     func allItems() throws(ProviderError) -> [ItemRecord]
     /// How many item rows there are, the root's included.
     func itemCount() throws(ProviderError) -> Int
-    /// A number that changes whenever `apply` may have changed a row (a failed one too);
+    /// A number that changes whenever `apply` may have changed a row (a failed one too;
+    /// one that only sets the sync anchor changes no row);
     /// nil when the store cannot tell. A walk that lists what the last walk matching the
     /// rows listed, with the rows' generation unchanged, needs no row read.
     func itemsGeneration() -> Int64?

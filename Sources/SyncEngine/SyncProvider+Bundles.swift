@@ -396,7 +396,8 @@ extension SyncProvider {
     private func recordKeptVersion(of target: RemotePath, at copy: RemotePath, base: ETag?,
                                    aside: (entry: RemoteEntry, members: [RemoteEntry])) throws(ProviderError) {
         let size = aside.members.reduce(Int64(0)) { $0 + $1.size }
-        let modified = aside.entry.modificationDate.map { Int64($0.timeIntervalSince1970 * 1e9) } ?? 0
+        // Clamped: a server's date past 2262 (or before 1677) holds no Int64 of nanoseconds.
+        let modified = aside.entry.modificationDate.map { Int64(exactly: ($0.timeIntervalSince1970 * 1e9).rounded()) ?? ($0.timeIntervalSince1970 < 0 ? .min : .max) } ?? 0
         try recordConflict(ConflictRecord(original: target, copy: copy, kind: .bundle, detectedAt: clock.now(), baseVersion: base,
                                           remoteVersion: nil, local: LocalStat(inode: 0, size: size, modificationTimeNanoseconds: modified)))
     }

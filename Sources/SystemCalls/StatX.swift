@@ -38,7 +38,7 @@ public struct StatX: Sendable, Equatable {
         mode = st.st_mode
         inode = UInt64(st.st_ino)
         size = Int64(st.st_size)
-        modificationNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        modificationNanoseconds = Self.nanoseconds(Int64(st.st_mtim.tv_sec), Int64(st.st_mtim.tv_nsec))
         birthNanoseconds = 0
     }
 
@@ -62,10 +62,19 @@ public struct StatX: Sendable, Equatable {
         }
     }
 
+    /// `seconds` and `nanoseconds` as nanoseconds since 1970, clamped to what an Int64 holds.
+    public static func nanoseconds(_ seconds: Int64, _ nanoseconds: Int64) -> Int64 {
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (sum, over) = scaled.addingReportingOverflow(nanoseconds)
+        return over ? .max : sum
+    }
+
     private static func decode(_ buffer: UnsafeMutableRawPointer) -> StatX {
+        // Nanoseconds since 1970 hold 1677 to 2262; a file dated outside (`touch -d 2300-01-01`,
+        // a server's year-1 date put on a download) is clamped there, not a crash.
         func time(at offset: Int) -> Int64 {
-            buffer.load(fromByteOffset: offset, as: Int64.self) * 1_000_000_000
-                + Int64(buffer.load(fromByteOffset: offset + 8, as: UInt32.self))
+            nanoseconds(buffer.load(fromByteOffset: offset, as: Int64.self), Int64(buffer.load(fromByteOffset: offset + 8, as: UInt32.self)))
         }
         let mask = buffer.load(fromByteOffset: 0, as: UInt32.self)
         return StatX(mode: UInt32(buffer.load(fromByteOffset: 28, as: UInt16.self)),

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Replica
 import StateDatabase
 import SyncEngine
@@ -20,10 +21,16 @@ struct IdlePollTests {
         for folder in 0..<10 {
             for file in 0..<20 { try writeFile(local + "/f\(folder)/deep/file\(file).txt", "content \(folder)-\(file)") }
         }
+        // An excluded name on the server (never a row: every walk lists it as new) and a
+        // date no nanosecond count holds must not stop the skip, or crash the walk.
+        try writeFile(remote + "/f1/draft.txt~", "an editor's backup")
+        try writeFile(remote + "/old.txt", "from 2300")
+        var stamps = [timespec(tv_sec: 10_413_792_000, tv_nsec: 0), timespec(tv_sec: 10_413_792_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, remote + "/old.txt", &stamps, 0) == 0)
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
         let (pass, provider, state) = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
-        #expect(try await pass.run().report.succeeded == 220, "200 files in 20 folders")
+        #expect(try await pass.run().report.succeeded == 221, "200 files in 20 folders, and old.txt (dated 2300)")
         let total = try database.itemCount()
 
         func poll(_ label: String, reads wholeReads: Int) async throws -> PassResult {
