@@ -7,6 +7,7 @@ extension WebDAVStore {
     public func move(_ source: RemotePath, to destination: RemotePath,
                      version: ETag?) async throws(ProviderError) -> RemoteEntry {
         let mode = try await writeGuard()
+        if destinationIsCut(destination) { return try await moveByCopy(source, to: destination, version: version) }
         if let version, mode == .locks {
             // The server ignores If-Match, and a lock would not cover the destination:
             // check just before (see `WriteGuard.locks`). `Overwrite: F` it does honour.
@@ -24,7 +25,7 @@ extension WebDAVStore {
     func sendMove(_ source: RemotePath, to destination: RemotePath, condition: WriteCondition?,
                   isFolder: Bool) async throws(ProviderError) -> HTTPResponseStatus {
         let request = connection.request("MOVE", path: paths.requestPath(source, isFolder: isFolder), headers:
-            [("Destination", absoluteURL(destination, isFolder: isFolder)), ("Overwrite", "F")] + (condition?.headers ?? []))
+            [("Destination", try destinationURL(destination, isFolder: isFolder)), ("Overwrite", "F")] + (condition?.headers ?? []))
         return try await connection.send(request).status
     }
 
@@ -46,7 +47,7 @@ extension WebDAVStore {
         guard copies.withLock({ $0 }) else { return false }
         func send(isFolder: Bool) async throws(ProviderError) -> HTTPResponseStatus {
             let request = connection.request("COPY", path: paths.requestPath(source, isFolder: isFolder), headers:
-                [("Destination", absoluteURL(destination, isFolder: isFolder)), ("Overwrite", "F"), ("Depth", "infinity")])
+                [("Destination", try destinationURL(destination, isFolder: isFolder)), ("Overwrite", "F"), ("Depth", "infinity")])
             return try await connection.send(request).status
         }
         var status = try await send(isFolder: false)

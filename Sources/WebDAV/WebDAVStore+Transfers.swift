@@ -283,7 +283,7 @@ extension WebDAVStore {
                 throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
             }
             let request = connection.request("MOVE", path: paths.requestPath(temporary),
-                                             headers: [("Destination", absoluteURL(path)), ("Overwrite", "T")])
+                                             headers: [("Destination", try destinationURL(path)), ("Overwrite", "T")])
             let moved = try await connection.send(request)
             guard (200..<300).contains(moved.status.code) else { throw moved.status.providerError("MOVE", path) }
             return try await entry(at: path)

@@ -103,8 +103,10 @@ extension WebDAVStore {
             return .conditionalHeaders
         }
         var lacks: [String]
+        let server = response.headers.first(name: "Server").map { " (\($0))" } ?? ""
         do throws(ProviderError) {
             try await probeDotNames(scratch)
+            try await probeDestinations(scratch, server: server)
             lacks = try await missingGuarantees(scratch)
             // A store of one connection (one that only makes a folder) cannot look while a
             // PUT holds it: it takes the server for atomic, as before this check.
@@ -118,7 +120,6 @@ extension WebDAVStore {
             await removeProbeFiles([scratch, try RemotePath([scratch.name + "-b"])], token: nil)
             return .conditionalHeaders
         }
-        let server = response.headers.first(name: "Server").map { " (\($0))" } ?? ""
         return try await probeLockMode(scratch, lacks: lacks, server: server)
     }
 
@@ -270,12 +271,13 @@ extension WebDAVStore {
     }
 
     /// True when a file or folder made at `path` is made under a temporary name and moved
-    /// into place (`WriteGuard.locks`). Not for a name with a `?` or a `;` on a server whose
-    /// conditional headers work: WsgiDAV moves such a name to the part before that
-    /// character (README, compatibility), so there it is written in place with those headers.
+    /// into place (`WriteGuard.locks`). Not where a MOVE would land elsewhere
+    /// (`destinationIsCut`: WsgiDAV and a "?" anywhere in the path) on a server whose
+    /// conditional headers work: there it is written in place with those headers. (Where
+    /// they do not, the MOVE is refused with a message that says why.)
     func movesUploads(to path: RemotePath) async throws(ProviderError) -> Bool {
         guard try await writeGuard() == .locks else { return false }
-        return !(path.name.contains(where: { $0 == "?" || $0 == ";" }) && honoursConditions.withLock { $0 })
+        return !(destinationIsCut(path) && honoursConditions.withLock { $0 })
     }
 
     // MARK: Locks
@@ -389,7 +391,7 @@ extension WebDAVStore {
             case .mustMatch(let version):
                 try await withVersionLock(path, version: version) { (token: String) throws(ProviderError) in
                     let status = try await connection.send(connection.request("MOVE", path: paths.requestPath(temporary), headers: [
-                        ("Destination", absoluteURL(path)), ("Overwrite", "T"),
+                        ("Destination", try destinationURL(path)), ("Overwrite", "T"),
                         ("If", Self.ifHeader(token: token, resource: absoluteURL(path))),
                     ])).status
                     guard (200..<300).contains(status.code) else {

@@ -44,6 +44,9 @@ public final class WebDAVStore: RemoteStore {
     /// True once the probe chose locks only because a PUT is written in place, on a server
     /// whose conditional headers work (WsgiDAV): see `movesUploads(to:)`.
     let honoursConditions = Mutex(false)
+    /// True once the probe found that a MOVE to a name with "?" or ";" lands elsewhere
+    /// (WsgiDAV): see `WebDAVStore+Destinations.swift`.
+    let cutsDestinations = Mutex(false)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)

@@ -217,8 +217,9 @@ extension SyncWorld {
         }
     }
 
-    /// Requests with `method` in the access log lines after the first `since`.
+    /// The access log's `method` requests after its first `since` lines, the one-time
+    /// probe's (on `.tidesync-tmp-probe-` scratch files) left out.
     func requests(_ method: String, since: Int) -> [String] {
-        accessLogLines().dropFirst(since).filter { $0.contains("\"\(method) ") }
+        accessLogLines().dropFirst(since).filter { $0.contains("\"\(method) ") && !$0.contains(".tidesync-tmp-probe-") }
     }
 }
