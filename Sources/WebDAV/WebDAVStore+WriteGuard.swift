@@ -375,7 +375,7 @@ extension WebDAVStore {
             switch condition {
             case .mustNotExist:
                 let status = try await connection.send(connection.request("MOVE", path: paths.requestPath(temporary, isFolder: isFolder), headers:
-                    [("Destination", absoluteURL(path, isFolder: isFolder)), ("Overwrite", "F")])).status
+                    [("Destination", try destinationURL(path, isFolder: isFolder)), ("Overwrite", "F")])).status
                 switch status.code {
                 case 200..<300: return
                 case 412: throw ProviderError(.filenameCollision, "\(path) already exists on the server")
@@ -515,11 +515,12 @@ extension WebDAVStore {
     /// The listing of the temporary `temporary` an upload of `size` bytes to `path` was just
     /// written to; throws `serverFailedItem` unless it lists all of them. rclone, loaded,
     /// has listed such a file with 0 bytes right after answering its PUT with success, and
-    /// with all of them a moment later: a short size is looked at again three times (50,
-    /// 100, 200 ms later) before the upload counts as cut.
+    /// with all of them a moment later (350 ms was not always enough beside the whole test
+    /// suite): a short size is looked at again, 50 ms later and then doubling, for about
+    /// 3 s in all before the upload counts as cut. A complete upload costs no wait.
     func arrivedEntry(at temporary: RemotePath, size: Int64, of path: RemotePath) async throws(ProviderError) -> RemoteEntry {
         var entry = try await uploadedEntry(at: temporary)
-        for attempt in 0..<3 where entry.size != size {
+        for attempt in 0..<6 where entry.size != size {
             logger.debug("\(temporary.name) lists \(entry.size) of \(size) bytes after its PUT; looking again")
             try? await Task.sleep(for: .milliseconds(50 << attempt))
             entry = try await uploadedEntry(at: temporary)

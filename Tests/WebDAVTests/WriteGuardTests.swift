@@ -172,7 +172,7 @@ struct WriteGuardTests {
                 #expect(listingsShort == 1 && entry.size == 3)
             } catch {
                 #expect(listingsShort == 9 && error.code == .serverFailedItem, "\(error)")
-                #expect(looks.withLock { $0 } == 4, "looked at four times in all")
+                #expect(looks.withLock { $0 } == 7, "looked at seven times in all")
             }
             await store.shutdown()
         }
