@@ -217,6 +217,9 @@ extension LocalFolder {
         // RENAME_NOREPLACE (EINVAL) or a kernel without renameat2 (ENOSYS) links, as before.
         if RenameAt2.rename(source, target, flags: RenameAt2.noReplace) == 0 { return }
         var code = errno
+        // Any other refusal (no space, no permission, a read-only file system) is the
+        // rename's own, and reported as such.
+        guard [EEXIST, EINVAL, ENOSYS, EOPNOTSUPP].contains(code) else { throw Self.error(code, "cannot put \(target) in place") }
         if code != EEXIST {
             if link(source, target) == 0 {
                 unlink(source)

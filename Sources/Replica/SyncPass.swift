@@ -89,7 +89,7 @@ public struct SyncPass: Sendable {
         let unreadableBefore = unreadableBefore()
         let widened = Self.widened(scope, by: unreadableBefore)
         let generation = runner.provider.rowsGeneration()
-        var listing: RemoteListing?
+        var listing: WalkedListing?
         if Self.touchesNothing(widened), widened.walksRemote, unreadableBefore.isEmpty {
             guard let walked = try await runner.provider.walkUnlessUnchanged() else {
                 try checkRoot(try runner.provider.itemRecord(.root))
@@ -163,12 +163,12 @@ public struct SyncPass: Sendable {
     /// The remote as this pass takes it, with the folders the walk could not list: walked
     /// since the anchor, or as recorded for a pass that does not walk. A watched pass that
     /// walks also looks at the paths that changed on the server, whatever the watcher said.
-    func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord], listing: RemoteListing?,
+    func remoteSide(_ scope: PassScope, base: RecordTree, recorded: [RemotePath: ItemRecord], listing: WalkedListing?,
                     observed: inout Observed) async throws(ProviderError)
         -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?, quiet: Bool, digest: ListingDigest?) {
         guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil, true, nil) }
         let provider = runner.provider
-        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base, listing: listing)
+        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base, walked: listing)
         if case .watched = scope {
             let deleted = Set(batch.deleted)
             let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)

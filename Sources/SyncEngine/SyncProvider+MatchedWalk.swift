@@ -13,16 +13,17 @@ extension SyncProvider {
 
     /// Walks the remote. Nil when nothing can have changed since the last walk a pass found
     /// agreeing with the rows (`noteMatchedWalk`): the store listed exactly what it listed
-    /// then, and no row changed since. Otherwise the listing, for
-    /// `changes(since:tree:listing:)`.
-    public func walkUnlessUnchanged() async throws(ProviderError) -> RemoteListing? {
+    /// then, and no row changed since. Otherwise the listing (with its digest when it was
+    /// computed here), for `changes(since:tree:walked:)`.
+    public func walkUnlessUnchanged() async throws(ProviderError) -> WalkedListing? {
         let known = matchedWalk.withLock { $0 }
         let listing = try await store.listing(below: .root)
         guard let known, let generation = state.itemsGeneration(), generation == known.generation,
-              !listing.hidesDotNames, listing.unlisted.isEmpty, ListingDigest(listing) == known.digest else {
-            return listing
+              !listing.hidesDotNames, listing.unlisted.isEmpty else {
+            return WalkedListing(listing: listing, digest: nil)
         }
-        return nil
+        let digest = ListingDigest(listing)
+        return digest == known.digest ? nil : WalkedListing(listing: listing, digest: digest)
     }
 
     /// Records that `digest`'s listing agreed with the rows of `generation`: a pass compared
@@ -31,4 +32,11 @@ extension SyncProvider {
         guard let digest, let generation else { return }
         matchedWalk.withLock { $0 = (digest, generation) }
     }
+}
+
+/// A walk of the whole remote a caller made already, with its digest when that was
+/// computed (`walkUnlessUnchanged`), so `changes(since:tree:walked:)` does not hash it again.
+public struct WalkedListing: Sendable {
+    public let listing: RemoteListing
+    public let digest: ListingDigest?
 }

@@ -114,12 +114,12 @@ extension SyncProvider: ReplicatedProvider {
     }
 
     /// `changes(since:)` against `records`, the state DB's rows the caller already read and
-    /// made a tree (a pass does that once for this and for its plan), over `listing` when the
+    /// made a tree (a pass does that once for this and for its plan), over `walked` when the
     /// caller walked already (`walkUnlessUnchanged`).
     public func changes(since anchor: SyncAnchor?, tree records: RecordTree,
-                        listing: RemoteListing? = nil) async throws(ProviderError) -> ChangeBatch {
-        var walk = if let listing { listing } else { try await store.listing(below: .root) }
-        let digest = walk.hidesDotNames || !walk.unlisted.isEmpty ? nil : ListingDigest(walk)
+                        walked: WalkedListing? = nil) async throws(ProviderError) -> ChangeBatch {
+        var walk = if let walked { walked.listing } else { try await store.listing(below: .root) }
+        let digest = walk.hidesDotNames || !walk.unlisted.isEmpty ? nil : walked?.digest ?? ListingDigest(walk)
         if walk.hidesDotNames {
             try await addHiddenEntries(to: &walk, recorded: records.tree.paths)
             try await addCollidedEntries(to: &walk)

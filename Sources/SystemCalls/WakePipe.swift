@@ -7,13 +7,23 @@ public final class WakePipe: Sendable {
     public let readEnd: Int32
     private let writeEnd: Int32
 
+    private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+    // In glibc since 2.9, but not in Swift's Glibc module.
+    private static let pipe2: Pipe2? = Symbol.lookUp("pipe2")
+
     /// Nil when no pipe can be made (out of descriptors).
     public init?() {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return nil }  // pipe2 is not in Swift's Glibc module
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        // Close-on-exec from the start: a child spawned by another thread in between
+        // would otherwise keep the pipe.
+        if let pipe2 = Self.pipe2 {
+            guard pipe2(&ends, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
+        } else {
+            guard pipe(&ends) == 0 else { return nil }
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            }
         }
         readEnd = ends[0]
         writeEnd = ends[1]

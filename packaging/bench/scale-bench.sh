@@ -142,12 +142,14 @@ seed=$(printf "%.1f" "$(echo "$(date +%s.%N) - $start" | bc)")
 say "seeded in ${seed}s"
 
 # "seconds kib" of one command, from /usr/bin/time.
-timed() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2>> "$work/pass.log"; cat "$work/time"; }
+# A failed command prints nothing, so the `read` of its line fails and the caller dies
+# (time's own file would start "Command exited with non-zero status").
+timed() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2>> "$work/pass.log" || return 1; cat "$work/time"; }
 passes=() finds=() rss=() frss=() curls=()
 for k in $(seq "$RUNS"); do
     read -r s m < <(timed "$bin" run --once --config "$config") || die "a no-change pass failed: $(tail -5 "$work/pass.log")"
     passes+=("$s") rss+=("$m")
-    read -r s m < <(timed find "$work/L" "$R" -printf '%s %T@\n')
+    read -r s m < <(timed find "$work/L" "$R" -printf '%s %T@\n') || die "find over both trees failed"
     finds+=("$s") frss+=("$m")
     if [[ -n "$curl_ref" ]]; then
         # shellcheck disable=SC2086
@@ -216,7 +218,8 @@ curl_row=""
 if [[ -n "$curl_ref" ]]; then
     curl=$(median "${curls[@]}")
     folders=$(grep -c '^url' "$work/propfind.conf")
-    curl_row="| the same, reference curl | - | $folders PROPFIND(s) Depth $depth, one curl process: ${curl}s | $(echo "scale=1; $pass / $curl" | bc)x |"
+    curl_row="| the same, reference curl | - | $folders PROPFIND(s) Depth $depth, one curl process: ${curl}s | $(echo "scale=1; $pass / $curl" | bc)x |
+"
 fi
 remote_name=$([[ "$REMOTE" == local ]] && echo "local-directory remote" || echo "Apache mod_dav on 127.0.0.1 ($REMOTE)")
 cat <<EOF
@@ -226,8 +229,7 @@ scale-bench: $ITEMS files, $remote_name, release binary $("$bin" --version 2>/de
 | --- | --- | --- | --- |
 | seed (both sides hold every file) | ${seed}s | - | - |
 | a pass with nothing changed (median of $RUNS) | ${pass}s, peak RSS $((pass_rss / 1024)) MiB | find over both trees ${find}s, $((find_rss / 1024)) MiB | ${ratio}x |
-$curl_row
-| save -> remote ($SAVES saves) | $latency | the 1 s debounce | - |
+$curl_row| save -> remote ($SAVES saves) | $latency | the 1 s debounce | - |
 | idle, poll_interval 30 s ($IDLE_SECONDS s) | $idle | - | - |
 | state DB | $((db / 1024)) KiB | - | - |
 $phases
