@@ -39,9 +39,8 @@ struct SettledFailureTests {
         }
     }
 
-    static func pass(_ world: SyncWorld, provider: SyncProvider) -> SyncPass {
-        var logger = Logger(label: "settled-failure")
-        logger.logLevel = .critical
+    static func pass(_ world: SyncWorld, provider: SyncProvider, log: LogCapture = LogCapture()) -> SyncPass {
+        let logger = Logger(label: "settled-failure") { _ in CapturingLogHandler(capture: log, logLevel: .debug) }
         let runner = PlanRunner(provider: provider, folder: LocalFolder(root: world.localRoot), transfers: 2, logger: logger)
         return SyncPass(runner: runner, scanner: LocalScanner(root: world.localRoot, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns)),
                         host: "testhost", logger: logger)
@@ -56,8 +55,11 @@ struct SettledFailureTests {
             try world.writeOnServer("doc.txt", "AAAA")
             try world.write("doc.txt", "BBBB")
             let store = EditedCopyStore(world.store, localRoot: world.localRoot)
-            let result = try await Self.pass(world, provider: SyncProvider(store: store, state: world.database)).run()
-            #expect(store.edited.withLock { $0 }, "no conflict copy was uploaded")
+            let log = LogCapture()
+            let result = try await Self.pass(world, provider: SyncProvider(store: store, state: world.database), log: log).run()
+            // The pass's log says why when it did not get that far (seen once on a loaded
+            // machine, Apache, unexplained: the copy was made by the next pass).
+            #expect(store.edited.withLock { $0 }, "no conflict copy was uploaded; the pass's log:\n\(log.all.joined(separator: "\n"))")
             #expect(result.report.failed.isEmpty, "a failure was booked: \(result.report.failed)")
             let journal = try world.database.pendingOperations()
             #expect(journal.filter { $0.attempts > 0 }.isEmpty, "in error: \(journal)")
