@@ -311,7 +311,7 @@ struct BundleMemberLostTests {
         }
     }
 
-    @Test("the new version is not published without it, and nothing is left", arguments: Remote.available)
+    @Test("the new version is not published without it, and nothing is left", arguments: Remote.withOtherServers)
     func notPublished(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try BundleScenarioTests.makeBundle(world, "New.app", files: 4)

@@ -83,7 +83,7 @@ struct BundleFailureTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: world.remoteDisk)) ?? []).filter { $0.hasPrefix(".tidesync-") && $0 != ".tidesync-store.lock" }
     }
 
-    @Test("replacing a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.available)
+    @Test("replacing a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.withOtherServers)
     func replacement(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try BundleScenarioTests.makeBundle(world, "Cut.app", files: 9)
@@ -120,7 +120,7 @@ struct BundleFailureTests {
         }
     }
 
-    @Test("deleting a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.available)
+    @Test("deleting a bundle, cut off after 0, 1, 2 … requests", arguments: Remote.withOtherServers)
     func deletion(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try BundleScenarioTests.makeBundle(world, "Gone.app", files: 6)
@@ -163,7 +163,7 @@ struct BundleFailureTests {
         }
     }
 
-    @Test("scratch that moved with its folder (another client moved it mid-write) is found and cleaned up", arguments: Remote.available)
+    @Test("scratch that moved with its folder (another client moved it mid-write) is found and cleaned up", arguments: Remote.withOtherServers)
     func movedScratch(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             // As if: we were building a new version of d/New.app and had the old version of
@@ -184,7 +184,7 @@ struct BundleFailureTests {
         }
     }
 
-    @Test("another client's version set aside when we crashed is kept, never deleted", arguments: Remote.available)
+    @Test("another client's version set aside when we crashed is kept, never deleted", arguments: Remote.withOtherServers)
     func othersVersionAside(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try BundleScenarioTests.makeBundle(world, "Race.app", files: 3)

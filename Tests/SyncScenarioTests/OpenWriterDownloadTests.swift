@@ -12,7 +12,7 @@ import Glibc
 /// program's next writes would go to a file no longer in the folder, and be lost.
 @Suite("downloads and open writers")
 struct OpenWriterDownloadTests {
-    @Test("a file changed on the server is not replaced while a program holds it open for writing", arguments: Remote.available)
+    @Test("a file changed on the server is not replaced while a program holds it open for writing", arguments: Remote.withOtherServers)
     func heldFile(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("notes.txt", "mine")
@@ -38,7 +38,7 @@ struct OpenWriterDownloadTests {
         }
     }
 
-    @Test("a bundle changed on the server is not replaced while a program holds one of its files open", arguments: Remote.available)
+    @Test("a bundle changed on the server is not replaced while a program holds one of its files open", arguments: Remote.withOtherServers)
     func heldBundle(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("Deck.key/Index.xml", "v1")

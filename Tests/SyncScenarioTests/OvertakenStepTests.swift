@@ -13,7 +13,7 @@ import Glibc
 /// for 10 s, then 20, 40… and the clients took minutes to agree.
 @Suite("Steps the user overtook")
 struct OvertakenStepTests {
-    @Test("a download into a folder moved or deleted here meanwhile is decided again at once, not backed off", arguments: Remote.available)
+    @Test("a download into a folder moved or deleted here meanwhile is decided again at once, not backed off", arguments: Remote.withOtherServers)
     func downloadIntoGoneFolder(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("d/f.txt", "theirs")
@@ -28,7 +28,7 @@ struct OvertakenStepTests {
         }
     }
 
-    @Test("a file written twice within one timestamp tick is uploaded as it ends up: its stat cannot tell the two apart", arguments: Remote.available)
+    @Test("a file written twice within one timestamp tick is uploaded as it ends up: its stat cannot tell the two apart", arguments: Remote.withOtherServers)
     func rewriteWithinOneTick(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let path = try RemotePath(string: "a.txt")
@@ -73,7 +73,7 @@ struct OvertakenStepTests {
         }
     }
 
-    @Test("a conflict copy edited right after it is made ends up on the server as edited, nothing left in error", arguments: Remote.available)
+    @Test("a conflict copy edited right after it is made ends up on the server as edited, nothing left in error", arguments: Remote.withOtherServers)
     func conflictCopyEditedWhileSent(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("doc.txt", "ours")

@@ -17,7 +17,7 @@ struct QuietWalkTests {
     }
 
     @Test("keeps its sync anchor and writes nothing; a walk that finds a change records a new one",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func keepsItsAnchor(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("a.txt", "a")
@@ -36,7 +36,7 @@ struct QuietWalkTests {
     }
 
     @Test("an idle poll plans nothing; a change on the server, a settled path or a row without a version is planned",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func idlePollSkipsThePlan(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("a.txt", "a")

@@ -116,7 +116,7 @@ struct RemoteMoveJournalTests {
     }
 
     @Test("a crash right after the server's MOVE leaves it in the journal; the next pass finishes it",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func crashAfterMove(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try await Self.renamedFile(world)
@@ -136,7 +136,7 @@ struct RemoteMoveJournalTests {
     }
 
     @Test("a MOVE the server refused backs off in the journal; the pass after the backoff makes it",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func refusedMove(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try await Self.renamedFile(world)

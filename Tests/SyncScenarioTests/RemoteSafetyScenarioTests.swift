@@ -51,7 +51,7 @@ struct RemoteSafetyScenarioTests {
     // MARK: Item 3
 
     @Test("a server emptied at once: the 20 local files stay until the user allows the deletions",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func emptiedServer(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.twentyFiles(world)
@@ -75,7 +75,7 @@ struct RemoteSafetyScenarioTests {
     }
 
     @Test("a sync folder emptied at once: the 20 files on the server stay until the user allows the deletions",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func emptiedFolder(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.twentyFiles(world)
@@ -97,7 +97,7 @@ struct RemoteSafetyScenarioTests {
     // MARK: Item 2
 
     @Test("a domain pointed at another remote merges both trees as a first sync; nothing is deleted",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func repointed(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.twentyFiles(world)
@@ -159,7 +159,7 @@ struct RemoteSafetyScenarioTests {
     }
 
     @Test("a merge cut short after the switch goes on as a first sync against the new remote, never with the old rows",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func mergeCutShort(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try Self.twentyFiles(world)

@@ -11,7 +11,7 @@ import Glibc
 /// the synced one reads as "the user deleted everything".
 @Suite("the sync folder's identity")
 struct RootIdentityTests {
-    @Test("a sync folder deleted and made again at once is refused, even with its old inode number", arguments: Remote.available)
+    @Test("a sync folder deleted and made again at once is refused, even with its old inode number", arguments: Remote.withOtherServers)
     func remadeAtOnce(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             for index in 0..<5 { try world.write("docs/file\(index).txt", "\(index)") }

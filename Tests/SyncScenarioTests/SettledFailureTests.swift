@@ -52,7 +52,10 @@ struct SettledFailureTests {
         try await withWorld(remote) { world in
             try world.write("doc.txt", "base")
             try await world.sync()
-            try world.writeOnServer("doc.txt", "AAAA")
+            // Another size than "base": a same-size write on the server's disk within the
+            // second is not seen where versions are a time in seconds and a size (WsgiDAV,
+            // nginx; README, compatibility), and this test is about the copy, not that.
+            try world.writeOnServer("doc.txt", "AAAAAAAA")
             try world.write("doc.txt", "BBBB")
             let store = EditedCopyStore(world.store, localRoot: world.localRoot)
             let log = LogCapture()
@@ -71,7 +74,7 @@ struct SettledFailureTests {
         }
     }
 
-    @Test("a failed step whose path is in agreement again is cleared by the next full pass", arguments: Remote.available)
+    @Test("a failed step whose path is in agreement again is cleared by the next full pass", arguments: Remote.withOtherServers)
     func agreedAgain(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try await RemoteMoveJournalTests.renamedFile(world)
