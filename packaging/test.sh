@@ -313,5 +313,25 @@ fi
 if ((failed > 0 && test_rc == 0)); then
     test_rc=1
 fi
+if ((failed > 0)) && [[ -s "$xunit" ]]; then
+    # Named again just above the closing line: a CI excerpt shows the end of the output,
+    # where only the failed suite's and the run's summary lines would be.
+    python3 - "$xunit" <<'PY' || true
+import sys, xml.etree.ElementTree as tree
+shown = 0
+for case in tree.parse(sys.argv[1]).getroot().iter("testcase"):
+    problem = case.find("failure")
+    if problem is None:
+        problem = case.find("error")
+    if problem is None:
+        continue
+    shown += 1
+    if shown > 20:
+        print("failed: … (more in the log)")
+        break
+    lines = (problem.get("message") or problem.text or "").strip().splitlines()
+    print(f"failed: {case.get('classname')} {case.get('name')}: {lines[0][:300] if lines else '(no message)'}")
+PY
+fi
 closing_line "$passed" "$failed" "$skipped"
 exit "$test_rc"
