@@ -272,7 +272,7 @@ extension WebDAVStore {
 
     /// True when a file or folder made at `path` is made under a temporary name and moved
     /// into place (`WriteGuard.locks`). Not where a MOVE would land elsewhere
-    /// (`destinationIsCut`: WsgiDAV and a "?" anywhere in the path) on a server whose
+    /// (`destinationIsCut`: WsgiDAV, a "?" anywhere in the path or a ";" in its name) on a server whose
     /// conditional headers work: there it is written in place with those headers. (Where
     /// they do not, the MOVE is refused with a message that says why.)
     func movesUploads(to path: RemotePath) async throws(ProviderError) -> Bool {

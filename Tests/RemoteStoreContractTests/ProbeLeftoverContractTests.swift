@@ -16,11 +16,12 @@ struct ProbeLeftoverContractTests {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let owner = "test-" + UUID().uuidString.prefix(8)
             let ours = WebDAVStore.probePrefix + owner, theirs = WebDAVStore.probePrefix + "other-" + owner
-            let leftovers = try [RemotePath([ours]), RemotePath([ours + "-b"]), RemotePath([theirs])]
+            let leftovers = try [RemotePath([ours]), RemotePath([ours + "-b"]), RemotePath([ours + "-c"]), RemotePath([ours + "-d?e;f"]),
+                                 RemotePath([ours + "-d"]), RemotePath([ours + "-d?e"]), RemotePath([theirs])]
             let client = try f.webDAVClient(probeOwner: owner)
             do {
-                // What a killed probe leaves: its scratch file with bytes in it, and the locks
-                // check's second file.
+                // What a killed probe leaves: its scratch file with bytes in it, the locks
+                // check's second file, and the destination check's file wherever it was.
                 for file in leftovers {
                     let status = try await client.probePut(file, body: .init(string: "left by a killed probe")).status
                     #expect((200..<300).contains(status.code), "PUT \(file): \(status.code)")
