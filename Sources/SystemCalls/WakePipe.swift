@@ -8,7 +8,7 @@ public final class WakePipe: Sendable {
     private let writeEnd: Int32
 
     private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-    // In glibc since 2.9, but not in Swift's Glibc module.
+    // In glibc since 2.9 (tidesync needs 2.34), but not in Swift's Glibc module.
     private static let pipe2: Pipe2? = Symbol.lookUp("pipe2")
 
     /// Nil when no pipe can be made (out of descriptors).
@@ -16,15 +16,7 @@ public final class WakePipe: Sendable {
         var ends: [Int32] = [-1, -1]
         // Close-on-exec from the start: a child spawned by another thread in between
         // would otherwise keep the pipe.
-        if let pipe2 = Self.pipe2 {
-            guard pipe2(&ends, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
-        } else {
-            guard pipe(&ends) == 0 else { return nil }
-            for end in ends {
-                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-            }
-        }
+        guard let pipe2 = Self.pipe2, pipe2(&ends, O_CLOEXEC | O_NONBLOCK) == 0 else { return nil }
         readEnd = ends[0]
         writeEnd = ends[1]
     }

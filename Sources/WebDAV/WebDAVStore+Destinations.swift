@@ -19,11 +19,14 @@ extension WebDAVStore {
     /// `absoluteURL` of the destination of a MOVE or COPY; `cannotSynchronize` when the
     /// server would put the item elsewhere (`destinationIsCut`).
     func destinationURL(_ path: RemotePath, isFolder: Bool = false) throws(ProviderError) -> String {
-        guard !destinationIsCut(path) else {
-            throw ProviderError(.cannotSynchronize, "the server cannot move or copy an item to \(path): it takes a \"?\" or \";\" in the destination for the end of the name (WsgiDAV); rename it without those characters, or use another server",
-                                underlying: "a MOVE there would land at the part of the name before that character")
-        }
+        guard !destinationIsCut(path) else { throw Self.cutRefusal("move or copy an item to \(path)") }
         return absoluteURL(path, isFolder: isFolder)
+    }
+
+    /// Why the server cannot `action` (a MOVE or COPY whose destination it would cut).
+    static func cutRefusal(_ action: String) -> ProviderError {
+        ProviderError(.cannotSynchronize, "the server cannot \(action): it takes a \"?\" or \";\" in the destination for the end of the name (WsgiDAV); rename it without those characters, or use another server",
+                      underlying: "a MOVE there would land at the part of the name before that character")
     }
 
     /// Moves a probe file (`scratch` with "-c") to a name with "?" and ";" and looks where it
@@ -66,8 +69,7 @@ extension WebDAVStore {
         let current = try await entry(at: source)
         guard current.kind == .file else {
             let what = current.kind == .symlink ? "symlink" : current.kind == .bundle ? "bundle" : "folder"
-            throw ProviderError(.cannotSynchronize, "the server cannot rename the \(what) \(source) to \(destination): it takes a \"?\" or \";\" in a new name for its end (WsgiDAV); rename it without those characters, or use another server",
-                                underlying: "a MOVE there would land at the part of the name before that character")
+            throw Self.cutRefusal("rename the \(what) \(source) to \(destination)")
         }
         if let version, current.etag.map({ !$0.sameValue(as: version) }) ?? true {
             throw ProviderError(.versionMismatch, "\(source) changed on the server since version \(version)")
@@ -90,7 +92,7 @@ extension WebDAVStore {
             // Not renamed after all: the copy goes again (guarded by its own version, out of
             // reach of a cancellation), so a retry does not meet it and fail for good.
             if let etag = placed.etag {
-                await Task.detached { [self] in try? await self.delete(destination, version: etag) }.value
+                await Task { try? await self.delete(destination, version: etag) }.value
             }
             throw error
         }
