@@ -50,6 +50,11 @@ let package = Package(
         .target(name: "SystemCalls"),
         // Content digests, pure: swift-crypto's SHA-256, SHA-1 and MD5 behind one small type.
         .target(name: "ContentHash", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Thumbnails of placeholders (issue 17): the EXIF preview finder, the freedesktop cache,
+        // and decoding, shrinking and PNG encoding through libjpeg-turbo and libpng (C glue for
+        // their setjmp error handling).
+        .target(name: "CThumbnailCodecs", linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("png16")]),
+        .target(name: "Thumbnails", dependencies: ["CThumbnailCodecs", "ContentHash"]),
         .target(name: "Replica", dependencies: [
             "SyncEngine", "SyncModel", "ContentHash", "SystemCalls", .product(name: "Logging", package: "swift-log"),
         ]),
@@ -60,7 +65,7 @@ let package = Package(
         .target(name: "Control", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "Daemon", dependencies: [
             "SyncEngine", "SyncModel", "StateDatabase", "WebDAV", "LocalStore", "Replica", "TidesyncConfig", "Control", "SystemCalls",
-            "ContentHash",
+            "ContentHash", "Thumbnails",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -79,6 +84,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["SyncModel", "SystemCalls"], path: "Tests/TestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SyncModelTests", dependencies: ["TestSupport", "SyncModel"]),
+        .testTarget(name: "ThumbnailsTests", dependencies: ["TestSupport", "Thumbnails"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["TestSupport", "SyncEngine", "SyncModel"]),
         .testTarget(name: "TidesyncConfigTests", dependencies: ["TestSupport", "TidesyncConfig"]),
         .testTarget(name: "StateDatabaseTests", dependencies: ["TestSupport", "StateDatabase", "SyncEngine", "SyncModel"]),

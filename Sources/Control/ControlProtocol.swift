@@ -46,6 +46,9 @@ public struct ControlRequest: Codable, Sendable, Equatable {
         case hydrate
         /// How the hydration `job` goes.
         case progress
+        /// Make freedesktop-cache thumbnails of the image placeholders at or below `paths`
+        /// without downloading them: the answer's `job`.
+        case thumbnails
     }
 
     /// The protocol version the client speaks.

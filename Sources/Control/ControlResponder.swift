@@ -44,7 +44,7 @@ public enum ControlDispatch {
                 return ControlResponse(domains: try responder.syncNow(domain: request.domain))
             case .allowDeletions:
                 return ControlResponse(domains: try responder.allowDeletions(domain: request.domain))
-            case .fileStatus, .pin, .unpin, .evict, .hydrate:
+            case .fileStatus, .pin, .unpin, .evict, .hydrate, .thumbnails:
                 let answer = try responder.files(FileCommandCheck.validated(request))
                 return ControlResponse(files: answer.reports, job: answer.job)
             case .progress:

@@ -38,6 +38,9 @@ extension ControlService {
         case .hydrate:
             let (report, work) = try files.hydrate(path, absolute: absolute, range: (request.offset, request.length))
             return ([report], work)
+        case .thumbnails:
+            let (report, work) = try files.thumbnails(path, absolute: absolute)
+            return ([report], work)
         default: return ([try files.status(path, absolute: absolute)], [])
         }
     }

@@ -10,6 +10,7 @@ import Logging
 import Replica
 import StateDatabase
 import SyncEngine
+import Synchronization
 import TidesyncConfig
 
 /// One running domain's files, as the control socket reaches them.
@@ -20,15 +21,18 @@ final class DomainFiles: Sendable {
     let onDemand: FilesOnDemand
     let monitor: DomainMonitor
     let databasePath: String
+    /// Makes thumbnails of image placeholders; nil when files on demand or thumbnails are off.
+    let thumbnails: ThumbnailMaker?
 
     init(domain: DomainConfiguration, folder: LocalFolder, provider: SyncProvider, onDemand: FilesOnDemand,
-         monitor: DomainMonitor, databasePath: String) {
+         monitor: DomainMonitor, databasePath: String, thumbnails: ThumbnailMaker? = nil) {
         self.domain = domain
         self.folder = folder
         self.provider = provider
         self.onDemand = onDemand
         self.monitor = monitor
         self.databasePath = databasePath
+        self.thumbnails = thumbnails
     }
 
     /// A piece of hydration a job runs: fetches what `path` lacks of its range, telling
@@ -137,6 +141,45 @@ final class DomainFiles: Sendable {
         let wanted = ByteRange(offset: offset, length: min(range.length ?? size, size - offset))
         report.done = "downloading \(wanted)"
         return (report, [work(path, range: wanted, port: port)])
+    }
+
+    /// The work of making the thumbnails of the image placeholder at `path`, or of every one
+    /// below the folder at `path` (made again even when the cache has them). A file that is
+    /// downloaded is left to the desktop's own thumbnailer.
+    func thumbnails(_ path: RemotePath, absolute: String) throws(ProviderError) -> (FileReport, [Work]) {
+        let port = try port()
+        guard let maker = thumbnails else {
+            throw ProviderError(.cannotSynchronize, "domain \"\(domain.name)\" makes no thumbnails (thumbnails = false under [domain.placeholders])")
+        }
+        guard let entry = folder.entry(at: path) else { throw ProviderError(.noSuchItem, "\(absolute) does not exist") }
+        var report = FileReport(path: absolute, domain: domain.name)
+        let files = entry.kind == .folder ? try provider.files(atOrBelow: path) : try provider.itemID(at: path).flatMap { id throws(ProviderError) in
+            try provider.itemRecord(id).map { [(path: path, record: $0)] }
+        } ?? []
+        let images = files.filter { port.heldBytes($0.path, record: $0.record).state != .materialized }
+            .compactMap { maker.target($0.record.id, at: $0.path) }
+        if entry.kind != .folder, images.isEmpty {
+            guard let file = files.first, maker.target(file.record.id, at: file.path) != nil else {
+                throw ProviderError(.cannotSynchronize, "\(absolute) is not an image tidesync makes thumbnails of (JPEG, PNG, TIFF and raw files based on it)")
+            }
+            report.done = "downloaded: left to the desktop's own thumbnailer"
+            return (report, [])
+        }
+        report.done = "making thumbnails of \(images.count) image placeholder(s)"
+        let work = images.map { target in
+            Work(path: folder.absolute(target.path), total: 1) { progress async throws(ProviderError) in
+                let outcome = Mutex<ThumbnailMaker.Outcome?>(nil)
+                await maker.make([target]) { _, ended in outcome.withLock { $0 = ended } }
+                maker.index.save()
+                switch outcome.withLock({ $0 }) {
+                case .made?: progress(1)
+                case .none(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail: \(why)")
+                case .failed(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail now: \(why)")
+                case nil: throw ProviderError(.cancelled, "the thumbnail was not made (the daemon is stopping)")
+                }
+            }
+        }
+        return (report, work)
     }
 
     /// Downloads the pinned files that are still placeholders: a pin whose download failed

@@ -312,9 +312,14 @@ public final class DomainMonitor: PlanObserver, Sendable {
 /// The monitor as the domain loop's observer.
 struct MonitorObserver: LiveSyncObserver {
     let monitor: DomainMonitor
+    /// Told of each pass, to make the thumbnails of new image placeholders.
+    var thumbnails: ThumbnailMaker?
 
     func passStarted() { monitor.passStarted() }
-    func passFinished(_ result: PassResult) { monitor.passFinished(result) }
+    func passFinished(_ result: PassResult) {
+        monitor.passFinished(result)
+        thumbnails?.wake()
+    }
     func parked(_ error: ProviderError, retryIn delay: Duration) { monitor.parked(error, retryIn: delay) }
     func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {
         monitor.updateWatcher(WatcherHealth(watchesInUse: watches, overflowRescans: overflowRescans, watchLimitReached: unwatched > 0))

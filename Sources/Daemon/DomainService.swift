@@ -3,6 +3,7 @@ import Logging
 import Replica
 import StateDatabase
 import SyncEngine
+import Thumbnails
 import TidesyncConfig
 
 /// One domain, running: its lock, state DB, remote store, engine and replica.
@@ -76,18 +77,26 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
+        let thumbnails = onDemand.fanotify != nil && domain.placeholders.thumbnails
+            ? ThumbnailMaker(provider: pass.runner.provider, folder: pass.runner.folder,
+                             cache: ThumbnailCache.standard(environment: ProcessInfo.processInfo.environment),
+                             indexPath: databasePath + ".thumbnails.json", maxWholeFetch: domain.placeholders.thumbnailMaxFetch.bytes,
+                             logger: logger)
+            : nil
         let files = DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
-                                onDemand: onDemand, monitor: monitor, databasePath: databasePath)
+                                onDemand: onDemand, monitor: monitor, databasePath: databasePath, thumbnails: thumbnails)
         monitor.attach(files: files)
         let pinned = Task { [logger] in await files.hydratePinned(logger: logger) }
+        let thumbnailing = Task { await thumbnails?.run() }
         defer {
+            thumbnailing.cancel()
             pinned.cancel()
             monitor.attach(files: nil)
             onDemand.stop(logger: logger)
         }
         let live = LiveSync(pass: pass, timing: LiveSync.Timing(debounce: domain.debounce, pollInterval: domain.pollInterval,
                                                                  rescanInterval: domain.rescanInterval),
-                            root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor))
+                            root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor, thumbnails: thumbnails))
         await live.run()
         await onDemand.durable()
     }

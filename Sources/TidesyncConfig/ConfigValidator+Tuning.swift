@@ -89,6 +89,8 @@ extension ConfigValidator {
         if let timeout = duration(table, "hydration_timeout", in: scope) { settings.hydrationTimeout = timeout }
         if let programs = readProgramNames(table, "hydrate_on_open", in: scope) { settings.hydrateOnOpen = programs }
         if let programs = readProgramNames(table, "deny_hydration", in: scope) { settings.denyHydration = programs }
+        if let thumbnails = bool(table, "thumbnails", in: scope) { settings.thumbnails = thumbnails }
+        if let limit = size(table, "thumbnail_max_fetch", in: scope) { settings.thumbnailMaxFetch = limit.0 }
         return settings
     }
 

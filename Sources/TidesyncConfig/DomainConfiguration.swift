@@ -163,6 +163,13 @@ public struct PlaceholderSettings: Sendable, Equatable {
     /// that would pull a whole cloud folder down. Their reads of bytes a placeholder lacks
     /// fail (EPERM); bytes already here read as usual.
     public var denyHydration: [String]
+    /// Thumbnails of image placeholders are made ahead into the freedesktop cache, from the
+    /// preview the image carries or, below `thumbnailMaxFetch`, from the whole image
+    /// (default on).
+    public var thumbnails: Bool
+    /// An image placeholder with no embedded preview is fetched whole for its thumbnail
+    /// only when it is at most this large (default 8 MiB); larger ones get none.
+    public var thumbnailMaxFetch: ByteCount
 
     /// The programs that copy or archive by skipping holes (coreutils `cp`, `mv` to another
     /// file system, `install`; GNU and BSD `tar --sparse`; `rsync --sparse`).
@@ -180,7 +187,8 @@ public struct PlaceholderSettings: Sendable, Equatable {
         mode: PlaceholderMode = .auto, minimumSize: ByteCount = ByteCount(16 << 20),
         alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = [],
         hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms,
-        denyHydration: [String] = PlaceholderSettings.indexers
+        denyHydration: [String] = PlaceholderSettings.indexers, thumbnails: Bool = true,
+        thumbnailMaxFetch: ByteCount = ByteCount(8 << 20)
     ) {
         self.mode = mode
         self.minimumSize = minimumSize
@@ -189,6 +197,8 @@ public struct PlaceholderSettings: Sendable, Equatable {
         self.hydrationTimeout = hydrationTimeout
         self.hydrateOnOpen = hydrateOnOpen
         self.denyHydration = denyHydration
+        self.thumbnails = thumbnails
+        self.thumbnailMaxFetch = thumbnailMaxFetch
     }
 }
 

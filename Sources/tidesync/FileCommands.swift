@@ -63,20 +63,20 @@ extension FileCommand {
 
     /// Sends the command for every path, shows the answers, follows the hydration it
     /// started; exits 4 when a path was refused or a file could not be hydrated.
-    func carryOut(offset: Int64? = nil, length: Int64? = nil) throws {
+    func carryOut(offset: Int64? = nil, length: Int64? = nil, unit: ProgressView.Unit = .bytes) throws {
         let socket = try socket()
         let answer = try ask(ControlRequest(Self.command, paths: absolutePaths, offset: offset, length: length), at: socket)
         var failed = show(answer.files ?? [])
         if let job = answer.job {
-            failed += try follow(job, at: socket)
+            failed += try follow(job, at: socket, unit: unit)
         }
         if failed > 0 { throw ExitCode(DaemonExit.cannotAsk) }
     }
 
     /// Polls the job until it is finished, drawing a progress bar on a terminal and plain
     /// lines otherwise; returns how many of its files failed.
-    func follow(_ started: HydrationJob, at socket: String) throws -> Int {
-        var view = ProgressView(terminal: isatty(STDOUT_FILENO) == 1, started: started)
+    func follow(_ started: HydrationJob, at socket: String, unit: ProgressView.Unit = .bytes) throws -> Int {
+        var view = ProgressView(terminal: isatty(STDOUT_FILENO) == 1, started: started, unit: unit)
         var job = started
         while !job.finished {
             Thread.sleep(forTimeInterval: 0.2)

@@ -16,11 +16,12 @@ struct Tidesync: AsyncParsableCommand {
             tidesync pin PATH...               always keep downloaded (inherited)
             tidesync unpin PATH...             may be evicted again
             tidesync evict PATH...             free the space, keep placeholders
+            tidesync thumbnails PATH...        thumbnails of image placeholders, not downloading them
             tidesync conflicts [--json]        the conflict copies recorded
             tidesync pause | resume | sync-now | allow-deletions | check-config
             """,
         version: TidesyncVersion.text,
         subcommands: [Run.self, Status.self, Conflicts.self, Pause.self, Resume.self, SyncNow.self, AllowDeletions.self,
-                      FileStatus.self, Pin.self, Unpin.self, Evict.self, Hydrate.self, CheckConfig.self]
+                      FileStatus.self, Pin.self, Unpin.self, Evict.self, Hydrate.self, ThumbnailsCommand.self, CheckConfig.self]
     )
 }

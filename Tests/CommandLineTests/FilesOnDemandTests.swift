@@ -247,7 +247,8 @@ extension DaemonFixture {
     /// A fixture whose domain "st" syncs ~/Cloud with a collection of an Apache of its own
     /// (which a test may stop), files on demand on: `min_size` 1 MiB, `alignment` 64 KiB,
     /// a `poll` of 1 s by default. Returns the fixture, the Apache and the collection's folder on its disk.
-    static func onDemand(hydrationTimeout: String = "5s", poll: String = "1s") async throws -> (DaemonFixture, PrivateApache, String) {
+    static func onDemand(hydrationTimeout: String = "5s", poll: String = "1s",
+                         placeholders: String = "") async throws -> (DaemonFixture, PrivateApache, String) {
         let fixture = try DaemonFixture()
         let apache = try await PrivateApache.start()
         let collection = try apache.collection()
@@ -267,6 +268,7 @@ extension DaemonFixture {
             min_size = "1MiB"
             alignment = "64KiB"
             hydration_timeout = "\(hydrationTimeout)"
+            \(placeholders)
 
             """)
         return (fixture, apache, collection.disk)
