@@ -13,7 +13,8 @@ set -euo pipefail
 # openssl makes the certificates of the TLS tests; dpkg-dev (dpkg-shlibdeps) builds the
 # Debian package (packaging/deb/build-deb.sh), patchelf removes the toolchain RUNPATH from the
 # test package's binary and lintian checks that package (DebianPackageTests); rsync is one of
-# the hole-skipping copiers the files-on-demand tests run.
+# the hole-skipping copiers the files-on-demand tests run. libjpeg62-turbo-dev and libpng-dev are
+# the thumbnails' codecs (CThumbnailCodecs); cjpeg, exiftool and gio make and check test images.
 packages=(libsqlite3-dev apache2 apache2-utils curl procps systemd groff-base util-linux rclone python3 openssl dpkg-dev patchelf lintian rsync libjpeg62-turbo-dev libpng-dev libjpeg-turbo-progs libimage-exiftool-perl libglib2.0-bin)
 # The other WebDAV servers the contract tests run over (nginx, lighttpd, and python3-venv for
 # WsgiDAV from PyPI): installed when possible; when apt cannot, the tests skip that server

@@ -318,7 +318,7 @@ struct MonitorObserver: LiveSyncObserver {
     func passStarted() { monitor.passStarted() }
     func passFinished(_ result: PassResult) {
         monitor.passFinished(result)
-        thumbnails?.wake()
+        thumbnails?.passFinished(steps: result.steps)
     }
     func parked(_ error: ProviderError, retryIn delay: Duration) { monitor.parked(error, retryIn: delay) }
     func watcherChanged(watches: Int?, overflowRescans: Int, unwatched: Int) {

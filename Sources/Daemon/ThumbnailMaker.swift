@@ -62,8 +62,19 @@ final class ThumbnailMaker: Sendable {
         case failed(String)
     }
 
-    /// Asks for a round of `reconcile` (coalesced): after a pass.
-    func wake() { trigger.yield() }
+    /// Whether the next pass must wake the maker: the first one, and any after a failure.
+    private let wakeNext = Mutex(true)
+
+    /// Asks for a round of `reconcile` (coalesced) after a pass that changed something, after
+    /// the first one, and after one that follows a failed thumbnail: a pass with no step
+    /// moved, renamed or brought down nothing, so an idle domain's polls read nothing here.
+    func passFinished(steps: Int) {
+        let due = wakeNext.withLock { due in
+            defer { due = false }
+            return due
+        }
+        if steps > 0 || due { trigger.yield() }
+    }
 
     /// Reconciles after each `wake` until cancelled.
     func run() async {
@@ -128,7 +139,9 @@ final class ThumbnailMaker: Sendable {
             case .none(let why):
                 self.logger.debug("thumbnails: none for \(target.path): \(why)")
                 self.index.set(target.id, ThumbnailIndex.Entry(target, made: false))
-            case .failed(let why): self.logger.info("thumbnails: \(target.path): \(why); tried again after the next pass")
+            case .failed(let why):
+                self.wakeNext.withLock { $0 = true }
+                self.logger.info("thumbnails: \(target.path): \(why); tried again after the next pass")
             }
             await done(target, outcome)
         }
@@ -146,16 +159,17 @@ final class ThumbnailMaker: Sendable {
         // Stamped with the file's mtime and size when the fetch began: a file that changed
         // since would get a thumbnail GLib takes for the new bytes.
         guard self.target(wanted.id, at: wanted.path) == wanted else { return .failed("it changed while its thumbnail was made") }
-        do {
+        do throws(ThumbnailError) {
             for size in Self.sizes {
                 let png = try ThumbnailRenderer.cachePNG(from: source.bytes, size: size, uri: target.uri, mtime: target.mtime,
                                                          fileSize: target.size, mimeType: nil)
                 try cache.store(png, forURI: target.uri, size: size)
             }
-        } catch let error as ThumbnailError {
-            return .none("\(error)")
         } catch {
-            return .failed("cannot write its thumbnail: \(error)")
+            switch error {
+            case .cache, .outOfMemory: return .failed(error.description)
+            default: return .none(error.description)
+            }
         }
         return .made(origin: source.origin, fetched: source.fetched)
     }

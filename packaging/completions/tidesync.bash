@@ -173,13 +173,13 @@ _tidesync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    run|status|conflicts|pause|resume|sync-now|allow-deletions|file-status|pin|unpin|evict|hydrate|check-config|help)
+    run|status|conflicts|pause|resume|sync-now|allow-deletions|file-status|pin|unpin|evict|hydrate|thumbnails|check-config|help)
         # Offer subcommand argument completions
         "_tidesync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'run status conflicts pause resume sync-now allow-deletions file-status pin unpin evict hydrate check-config help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'run status conflicts pause resume sync-now allow-deletions file-status pin unpin evict hydrate thumbnails check-config help' -- "${cur}"))
         ;;
     esac
 }
@@ -411,6 +411,24 @@ _tidesync_hydrate() {
         return
         ;;
     '--range')
+        return
+        ;;
+    esac
+}
+
+_tidesync_thumbnails() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--config --socket)
+    __tidesync_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--config')
+        return
+        ;;
+    '--socket')
         return
         ;;
     esac

@@ -1,0 +1,107 @@
+// Decoding, shrinking and encoding through libjpeg and libpng (CThumbnailCodecs). Pure: bytes
+// in, bytes out; the memory a decode takes follows the output's size (see the C header).
+import CThumbnailCodecs
+import Glibc
+
+/// An image decoded to 8-bit samples.
+public struct DecodedImage: Sendable, Equatable {
+    /// The decoded (possibly shrunk) size in pixels.
+    public let width: Int
+    public let height: Int
+    /// 3 (RGB) or 4 (RGBA, not premultiplied).
+    public let channels: Int
+    /// `width * height * channels` bytes, rows top to bottom.
+    public let pixels: [UInt8]
+    /// The image's own size in pixels, by its header, before any shrinking.
+    public let sourceWidth: Int
+    public let sourceHeight: Int
+}
+
+/// Makes the cache's PNG thumbnails.
+public enum ThumbnailRenderer {
+    /// The most pixels a side, and the most pixels in all, of an image that is decoded.
+    public static let maximumSide = 30_000
+    public static let maximumPixels = 200_000_000
+    /// The most bytes libjpeg may allocate (a progressive JPEG's coefficients), and the
+    /// largest interlaced PNG read whole.
+    public static let maximumMemory = 256 << 20
+
+    /// Decodes a JPEG or PNG, shrunk to fit `longSide` pixels on its long side (never
+    /// enlarged; 0 keeps its size). A header past the limits is refused before any pixel is
+    /// allocated.
+    public static func decode(_ encoded: [UInt8], fitting longSide: Int) throws(ThumbnailError) -> DecodedImage {
+        let kind = ImageKind.sniff(Array(encoded.prefix(8)))
+        guard kind == .jpeg || kind == .png else { throw .notAnImage }
+        var limits = tsc_limits(max_side: UInt32(maximumSide), max_pixels: UInt64(maximumPixels),
+                                fit: UInt32(clamping: max(0, longSide)), max_memory: maximumMemory)
+        var image = tsc_image()
+        let status = encoded.withUnsafeBufferPointer { bytes in
+            kind == .jpeg ? tsc_jpeg_decode(bytes.baseAddress, bytes.count, &limits, &image)
+                : tsc_png_decode(bytes.baseAddress, bytes.count, &limits, &image)
+        }
+        defer { tsc_free(image.pixels) }
+        try check(status, message: message(of: &image.message),
+                  size: (Int(image.source_width), Int(image.source_height)))
+        let count = Int(image.width) * Int(image.height) * Int(image.channels)
+        guard let pixels = image.pixels else { throw .outOfMemory }
+        return DecodedImage(width: Int(image.width), height: Int(image.height), channels: Int(image.channels),
+                            pixels: Array(UnsafeBufferPointer(start: pixels, count: count)),
+                            sourceWidth: Int(image.source_width), sourceHeight: Int(image.source_height))
+    }
+
+    /// Encodes `image` as a PNG with uncompressed tEXt chunks, in order. Keys are 1-79
+    /// characters; neither keys nor values may hold NUL.
+    public static func encodePNG(_ image: DecodedImage, text: [(key: String, value: String)]) throws(ThumbnailError) -> [UInt8] {
+        guard image.width > 0, image.height > 0, image.channels == 3 || image.channels == 4,
+              image.pixels.count == image.width * image.height * image.channels else { throw .unsupported("no pixels to encode") }
+        guard text.allSatisfy({ !$0.key.isEmpty && $0.key.utf8.count < 80 && !$0.key.utf8.contains(0) && !$0.value.utf8.contains(0) })
+        else { throw .unsupported("a PNG text key or value that cannot be written") }
+        let keys = text.map { strdup($0.key) }, values = text.map { strdup($0.value) }
+        defer { (keys + values).forEach { free($0) } }
+        guard !(keys + values).contains(nil) else { throw .outOfMemory }
+        var out = tsc_buffer()
+        let status = image.pixels.withUnsafeBufferPointer { pixels in
+            keys.map { UnsafePointer($0) }.withUnsafeBufferPointer { keyPointers in
+                values.map { UnsafePointer($0) }.withUnsafeBufferPointer { valuePointers in
+                    tsc_png_encode(pixels.baseAddress, UInt32(image.width), UInt32(image.height), UInt32(image.channels),
+                                   keyPointers.baseAddress, valuePointers.baseAddress, text.count, &out)
+                }
+            }
+        }
+        defer { tsc_free(out.bytes) }
+        try check(status, message: message(of: &out.message), size: (image.width, image.height))
+        guard let bytes = out.bytes else { throw .outOfMemory }
+        return Array(UnsafeBufferPointer(start: bytes, count: out.count))
+    }
+
+    /// Decodes a JPEG or PNG, scales it to fit `size` (never enlarging it) and encodes the
+    /// cache's PNG: tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes),
+    /// `Thumb::Mimetype` when given, and `Software`.
+    public static func cachePNG(from encoded: [UInt8], size: ThumbnailSize, uri: String, mtime: Int64,
+                                fileSize: Int64, mimeType: String?) throws(ThumbnailError) -> [UInt8] {
+        let image = try decode(encoded, fitting: size.pixels)
+        var text: [(key: String, value: String)] = [("Thumb::URI", uri), ("Thumb::MTime", String(mtime)),
+                                                    ("Thumb::Size", String(fileSize))]
+        if let mimeType { text.append(("Thumb::Mimetype", mimeType)) }
+        text.append(("Software", "tidesync"))
+        return try encodePNG(image, text: text)
+    }
+
+    /// Maps a codec status to an error.
+    private static func check(_ status: Int32, message: String, size: (Int, Int)) throws(ThumbnailError) {
+        switch tsc_status(rawValue: UInt32(bitPattern: status)) {
+        case TSC_OK: return
+        case TSC_TOO_LARGE: throw .tooLarge(width: size.0, height: size.1)
+        case TSC_UNSUPPORTED: throw .unsupported(message)
+        case TSC_NO_MEMORY: throw .outOfMemory
+        default: throw .corrupt(message.isEmpty ? "the codec refused it" : message)
+        }
+    }
+
+    /// The NUL-terminated text of a codec's message field.
+    private static func message<Field>(of field: inout Field) -> String {
+        withUnsafeBytes(of: &field) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+}
