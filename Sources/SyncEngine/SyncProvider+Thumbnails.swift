@@ -24,8 +24,9 @@ public protocol PreviewLocator: Sendable {
 
 /// How `fetchThumbnails` fetches.
 public struct ThumbnailFetchOptions: Sendable {
-    /// The first bytes read to look for an embedded preview (64–256 KiB covers the EXIF
-    /// block of cameras' JPEGs and raw files).
+    /// The first bytes read to look for an embedded preview: 64 KiB holds a JPEG's whole
+    /// EXIF segment (APP1 is at most 64 KiB) and a raw file's directories; a preview that
+    /// lies further in is one more ranged GET.
     public var prefixLength: Int64
     /// An image this size or smaller with no embedded preview is fetched whole.
     public var maxWholeFetch: Int64
@@ -34,7 +35,7 @@ public struct ThumbnailFetchOptions: Sendable {
     /// How many items are fetched at once.
     public var concurrency: Int
 
-    public init(prefixLength: Int64 = 128 << 10, maxWholeFetch: Int64 = 8 << 20, maxPreviewLength: Int64 = 4 << 20,
+    public init(prefixLength: Int64 = 64 << 10, maxWholeFetch: Int64 = 8 << 20, maxPreviewLength: Int64 = 4 << 20,
                 concurrency: Int = 4) {
         self.prefixLength = max(4096, prefixLength)
         self.maxWholeFetch = max(0, maxWholeFetch)

@@ -7,7 +7,7 @@
 # Reported, each against a reference in the same run:
 #   - bytes fetched from the server per thumbnail (Apache's access log) / the image's size
 #   - time from the placeholders being there to every thumbnail in the cache / one
-#     `curl -r 0-131071` of each image, one after the other (the same first bytes)
+#     `curl -r 0-65535` of each image, one after the other (the same first bytes)
 # Needs root (fanotify pre-content events), Linux 6.14+, cjpeg and exiftool.
 #
 #   bash packaging/bench/thumbnail-bench.sh     # builds the release binary unless TIDESYNC_BIN is set
@@ -101,7 +101,7 @@ PY
 )
 start=$(now)
 for i in $(seq -w 1 "$IMAGES"); do
-    curl -u "$TIDESYNC_TEST_DAV_USER:$TIDESYNC_TEST_DAV_PASSWORD" --noproxy '*' -s -o /dev/null -r 0-131071 "${url}IMG_$i.jpg"
+    curl -u "$TIDESYNC_TEST_DAV_USER:$TIDESYNC_TEST_DAV_PASSWORD" --noproxy '*' -s -o /dev/null -r 0-65535 "${url}IMG_$i.jpg"
 done
 end=$(now)
 curls=$(echo "$end - $start" | bc -l)
@@ -110,5 +110,5 @@ printf '\n%s images of %s bytes on average (%s dataless after their thumbnails w
 printf '%-62s %12s %12s %8s\n' case tidesync reference ratio
 printf '%-62s %11dB %11dB %7.4fx\n' "bytes fetched per thumbnail / the image's size" "$((bytes / IMAGES))" "$((total / IMAGES))" \
     "$(echo "$bytes / $total" | bc -l)"
-printf '%-62s %11.2fs %11.2fs %7.2fx\n' "all thumbnails made / curl -r 0-131071 of each, in turn" "$ours" "$curls" "$(echo "$ours / $curls" | bc -l)"
+printf '%-62s %11.2fs %11.2fs %7.2fx\n' "all thumbnails made / curl -r 0-65535 of each, in turn" "$ours" "$curls" "$(echo "$ours / $curls" | bc -l)"
 printf 'GETs of the images: %s (%s per image)\n' "$gets" "$(echo "scale=2; $gets / $IMAGES" | bc -l)"
