@@ -77,17 +77,18 @@ daemon=$!
 cache=$HOME/.cache/thumbnails/large
 count() { find "$cache" -name '*.png' 2>/dev/null | wc -l; }
 placeholders() { find "$work/Local" -name '*.jpg' | wc -l; }
-for _ in $(seq 1 1200); do
-    [[ "$(placeholders)" -ge "$IMAGES" ]] && break
-    kill -0 "$daemon" 2>/dev/null || die "the daemon stopped: $(tail -5 "$work/daemon.log")"
-    sleep 0.05
-done
+# Waits (50 ms a look, at most $2 looks) until command $1 prints at least $IMAGES.
+wait_for() {
+    local _
+    for _ in $(seq 1 "$2"); do
+        [[ "$($1)" -ge "$IMAGES" ]] && return
+        kill -0 "$daemon" 2>/dev/null || die "the daemon stopped: $(tail -5 "$work/daemon.log")"
+        sleep 0.05
+    done
+}
+wait_for placeholders 1200
 start=$(now)
-for _ in $(seq 1 6000); do
-    [[ "$(count)" -ge "$IMAGES" ]] && break
-    kill -0 "$daemon" 2>/dev/null || die "the daemon stopped: $(tail -5 "$work/daemon.log")"
-    sleep 0.05
-done
+wait_for count 6000
 end=$(now)
 [[ "$(count)" -ge "$IMAGES" ]] || die "only $(count) of $IMAGES thumbnails after 300 s: $(grep -i thumbnail "$work/daemon.log" | tail -3)"
 ours=$(echo "$end - $start" | bc -l)
