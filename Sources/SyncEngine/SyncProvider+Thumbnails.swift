@@ -54,12 +54,16 @@ public struct ThumbnailSource: Sendable, Equatable {
     public var version: ETag
     /// How many bytes were fetched from the server for it, the prefix included.
     public var fetched: Int64
+    /// The file's first bytes as fetched (at most the prefix length): its header, which
+    /// says how an embedded preview is to be turned (EXIF orientation).
+    public var header: [UInt8]
 
-    public init(bytes: [UInt8], origin: Origin, version: ETag, fetched: Int64) {
+    public init(bytes: [UInt8], origin: Origin, version: ETag, fetched: Int64, header: [UInt8] = []) {
         self.bytes = bytes
         self.origin = origin
         self.version = version
         self.fetched = fetched
+        self.header = header
     }
 }
 
@@ -110,13 +114,15 @@ extension SyncProvider {
         }
         if case .at(let range) = found, range.length > 0, range.length <= options.maxPreviewLength, range.end <= size {
             let bytes = range.end <= Int64(prefix.count) ? Array(prefix[Int(range.offset)..<Int(range.end)]) : try await get(range)
-            return ThumbnailSource(bytes: bytes, origin: .embedded, version: version, fetched: fetched)
+            return ThumbnailSource(bytes: bytes, origin: .embedded, version: version, fetched: fetched,
+                                   header: Array(prefix.prefix(Int(options.prefixLength))))
         }
         guard size <= options.maxWholeFetch else { return nil }
         if Int64(prefix.count) < size {
             prefix += try await get(ByteRange(offset: Int64(prefix.count), length: size - Int64(prefix.count)))
         }
-        return ThumbnailSource(bytes: prefix, origin: .whole, version: version, fetched: fetched)
+        return ThumbnailSource(bytes: prefix, origin: .whole, version: version, fetched: fetched,
+                               header: Array(prefix.prefix(Int(options.prefixLength))))
     }
 
     /// The bytes `range` of the file at `path`, which must still be `version`, read into
