@@ -47,7 +47,8 @@ let package = Package(
         ]),
         .target(name: "LocalStore", dependencies: ["SyncEngine", "SyncModel", "SystemCalls"]),
         // Linux calls that Swift's Glibc module does not declare.
-        .target(name: "SystemCalls"),
+        .target(name: "CSystemCalls"),
+        .target(name: "SystemCalls", dependencies: ["CSystemCalls"]),
         // Content digests, pure: swift-crypto's SHA-256, SHA-1 and MD5 behind one small type.
         .target(name: "ContentHash", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Thumbnails of placeholders (issue 17): the EXIF preview finder, the freedesktop cache,

@@ -149,7 +149,7 @@ final class DomainFiles: Sendable {
     func thumbnails(_ path: RemotePath, absolute: String) throws(ProviderError) -> (FileReport, [Work]) {
         let port = try port()
         guard let maker = thumbnails else {
-            throw ProviderError(.cannotSynchronize, "domain \"\(domain.name)\" makes no thumbnails (thumbnails = false under [domain.placeholders])")
+            throw ProviderError(.cannotSynchronize, "domain \"\(domain.name)\" makes no thumbnails (thumbnails = false under [domain.placeholders], or the log says why they are off)")
         }
         guard let entry = folder.entry(at: path) else { throw ProviderError(.noSuchItem, "\(absolute) does not exist") }
         var report = FileReport(path: absolute, domain: domain.name)

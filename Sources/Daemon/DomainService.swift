@@ -3,6 +3,7 @@ import Logging
 import Replica
 import StateDatabase
 import SyncEngine
+import SystemCalls
 import Thumbnails
 import TidesyncConfig
 
@@ -77,19 +78,13 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        let thumbnails = onDemand.fanotify != nil && domain.placeholders.thumbnails
-            ? ThumbnailMaker(provider: pass.runner.provider, folder: pass.runner.folder,
-                             cache: ThumbnailCache.standard(environment: ProcessInfo.processInfo.environment),
-                             indexPath: databasePath + ".thumbnails.json", maxWholeFetch: domain.placeholders.thumbnailMaxFetch.bytes,
-                             logger: logger)
-            : nil
+        let thumbnails = onDemand.fanotify != nil && domain.placeholders.thumbnails ? makeThumbnailMaker() : nil
         let files = DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
                                 onDemand: onDemand, monitor: monitor, databasePath: databasePath, thumbnails: thumbnails)
         monitor.attach(files: files)
         let pinned = Task { [logger] in await files.hydratePinned(logger: logger) }
         let thumbnailing = Task { await thumbnails?.run() }
         defer {
-            thumbnailing.cancel()
             pinned.cancel()
             monitor.attach(files: nil)
             onDemand.stop(logger: logger)
@@ -98,7 +93,37 @@ public final class DomainService: Sendable {
                                                                  rescanInterval: domain.rescanInterval),
                             root: domain.localPath, exclude: exclude, stop: stop, logger: logger, observer: MonitorObserver(monitor: monitor, thumbnails: thumbnails))
         await live.run()
+        thumbnailing.cancel()
+        await thumbnailing.value
+        thumbnails?.writer.finish()
         await onDemand.durable()
+    }
+
+    /// The thumbnail maker of this domain, writing into the cache of the local folder's
+    /// owner as that owner; nil (with a warning saying why) when that cannot be done.
+    private func makeThumbnailMaker() -> ThumbnailMaker? {
+        let refused = { (why: String) -> ThumbnailMaker? in
+            self.logger.warning("thumbnails are off: \(why)")
+            return nil
+        }
+        guard let folderOwner = ThumbnailCacheOwner.owner(of: domain.localPath) else {
+            return refused("cannot look at \(domain.localPath): \(String(cString: strerror(errno)))")
+        }
+        let resolved = ThumbnailCacheOwner.resolve(folderOwner: folderOwner, daemonUID: geteuid(),
+                                                   configured: domain.placeholders.thumbnailCache,
+                                                   environment: ProcessInfo.processInfo.environment,
+                                                   account: ThumbnailCacheOwner.account)
+        let owner: ThumbnailCacheOwner
+        switch resolved {
+        case .success(let found): owner = found
+        case .failure(let failure): return refused(failure.message)
+        }
+        let writer: IdentityThread
+        do { writer = try IdentityThread(name: "tidesync thumbnails", identity: owner.identity) } catch { return refused(error.message) }
+        logger.info("thumbnails go to \(owner.root)\(owner.identity.map { ", written as \($0)" } ?? "")")
+        return ThumbnailMaker(provider: pass.runner.provider, folder: pass.runner.folder, owner: owner, writer: writer,
+                              indexPath: databasePath + ".thumbnails.json", maxWholeFetch: domain.placeholders.thumbnailMaxFetch.bytes,
+                              logger: logger)
     }
 
     /// Closes the remote's connections.

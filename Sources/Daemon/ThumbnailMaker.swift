@@ -6,37 +6,51 @@
 // further in) or from the whole image when it is small enough (`thumbnail_max_fetch`). Nothing
 // is written into the sync folder and no placeholder is hydrated.
 //
-// What was made is kept in an index (item, URI, mtime), a JSON file beside the state DB: an
-// image renamed (its URI changes) or changed on the server (its mtime does) loses its old
-// thumbnail and gets a new one; a deleted one loses it; an image with no thumbnail to be had
-// is recorded too, so it is not fetched again at every pass.
+// The cache is the folder owner's (`ThumbnailCacheOwner`), and everything done in it, decoding
+// included, runs on one thread of its own acting as that owner (`IdentityThread`): never as
+// root in a user's folders, never on Swift's cooperative threads.
+//
+// What was made is kept in an index (item, URI, mtime, size): an image renamed (its URI
+// changes) or changed on the server (its mtime does) loses its old thumbnail and gets a new
+// one; a deleted one loses it; an image with no thumbnail to be had is recorded too, so it is
+// not fetched again at every pass; one that failed (the server, the cache) is tried again
+// later, less often each time.
 import Foundation
 import Glibc
 import Logging
 import Replica
 import SyncEngine
 import Synchronization
+import SystemCalls
 import Thumbnails
 
 /// Makes the thumbnails of one domain's image placeholders.
 final class ThumbnailMaker: Sendable {
     let provider: SyncProvider
     let folder: LocalFolder
+    /// Whose cache the thumbnails go to.
+    let owner: ThumbnailCacheOwner
     let cache: ThumbnailCache
+    /// The thread every cache read, write and decode runs on, as the cache's owner.
+    let writer: IdentityThread
     let index: ThumbnailIndex
     let options: ThumbnailFetchOptions
     let logger: Logger
     private let trigger: AsyncStream<Void>.Continuation
     private let triggers: AsyncStream<Void>
+    /// Images whose last try failed: how often in a row, and not before when again.
+    private let failures = Mutex([ItemIdentifier: (count: Int, retry: ContinuousClock.Instant)]())
 
     /// The sizes made ahead: what file managers ask for at their usual zoom levels.
     static let sizes: [ThumbnailSize] = [.normal, .large]
 
-    init(provider: SyncProvider, folder: LocalFolder, cache: ThumbnailCache, indexPath: String, maxWholeFetch: Int64,
-         logger: Logger) {
+    init(provider: SyncProvider, folder: LocalFolder, owner: ThumbnailCacheOwner, writer: IdentityThread, indexPath: String,
+         maxWholeFetch: Int64, logger: Logger) {
         self.provider = provider
         self.folder = folder
-        self.cache = cache
+        self.owner = owner
+        self.cache = ThumbnailCache(root: URL(fileURLWithPath: owner.root))
+        self.writer = writer
         self.index = ThumbnailIndex(path: indexPath, logger: logger)
         self.options = ThumbnailFetchOptions(maxWholeFetch: maxWholeFetch, concurrency: 2)
         self.logger = logger
@@ -62,12 +76,13 @@ final class ThumbnailMaker: Sendable {
         case failed(String)
     }
 
-    /// Whether the next pass must wake the maker: the first one, and any after a failure.
+    /// Whether the next pass must wake the maker: the first one, and any while images wait
+    /// to be tried again.
     private let wakeNext = Mutex(true)
 
     /// Asks for a round of `reconcile` (coalesced) after a pass that changed something, after
-    /// the first one, and after one that follows a failed thumbnail: a pass with no step
-    /// moved, renamed or brought down nothing, so an idle domain's polls read nothing here.
+    /// the first one, and after each while a failed image waits: a pass with no step moved,
+    /// renamed or brought down nothing, so an idle domain's polls read nothing here.
     func passFinished(steps: Int) {
         let due = wakeNext.withLock { due in
             defer { due = false }
@@ -76,8 +91,12 @@ final class ThumbnailMaker: Sendable {
         if steps > 0 || due { trigger.yield() }
     }
 
-    /// Reconciles after each `wake` until cancelled.
+    /// Reconciles after each wake until cancelled; refuses a cache that is not its owner's.
     func run() async {
+        if let foreign = await writer.run({ [owner] in owner.foreignCache() }) ?? nil {
+            logger.warning("thumbnails are off: \(foreign)")
+            return
+        }
         await withTaskCancellationHandler {
             for await _ in triggers where !Task.isCancelled { await reconcile() }
         } onCancel: {
@@ -92,8 +111,12 @@ final class ThumbnailMaker: Sendable {
             logger.warning("thumbnails: cannot read the placeholders: \(error.message)")
             return
         }
-        removeStale()
-        let wanted = placeholders.compactMap { target($0.record.id, at: $0.path) }.filter { index.entry($0.id)?.matches($0) != true }
+        await removeStale()
+        let now = ContinuousClock.now
+        let waiting = failures.withLock { $0.filter { $0.value.retry > now }.keys }
+        let wanted = placeholders.compactMap { target($0.record.id, at: $0.path) }
+            .filter { index.entry($0.id)?.matches($0) != true && !waiting.contains($0.id) }
+        if !waiting.isEmpty { wakeNext.withLock { $0 = true } }
         guard !wanted.isEmpty else { return }
         let tally = Mutex((made: 0, fetched: Int64(0)))
         await make(wanted) { _, outcome in
@@ -105,14 +128,26 @@ final class ThumbnailMaker: Sendable {
         if made > 0 { logger.info("thumbnails: made for \(made) image placeholder(s), \(fetched) bytes fetched") }
     }
 
-    /// Drops the index's entries whose image is no longer at that URI with that mtime, and
-    /// their thumbnails (every size).
-    private func removeStale() {
+    /// Drops the index's entries whose image is no longer at that URI with that mtime and
+    /// size, and the thumbnails made for them: only those still stamped with what the entry
+    /// records, so a thumbnail the desktop made of the file since (it was downloaded and
+    /// edited, say) stays.
+    private func removeStale() async {
+        var stale: [ThumbnailIndex.Entry] = []
         for (id, entry) in index.entries() {
             let current = (try? provider.path(of: id)).flatMap { $0 }.flatMap { target(id, at: $0) }
             guard current.map(entry.matches) != true else { continue }
-            cache.remove(uri: entry.uri)
             index.remove(id)
+            if entry.made { stale.append(entry) }
+        }
+        guard !stale.isEmpty else { return }
+        _ = await writer.run { [cache, stale] in
+            for entry in stale {
+                for size in ThumbnailSize.allCases
+                where cache.validThumbnail(uri: entry.uri, mtime: entry.mtime, fileSize: entry.size, size: size) {
+                    unlink(cache.path(forURI: entry.uri, size: size).path)
+                }
+            }
         }
     }
 
@@ -133,45 +168,52 @@ final class ThumbnailMaker: Sendable {
         let byID = Dictionary(targets.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         await provider.fetchThumbnails(for: targets.map(\.id), options: options, locator: EXIFLocator()) { id, result in
             guard let target = byID[id] else { return }
-            let outcome = self.store(result, for: target)
-            switch outcome {
-            case .made: self.index.set(target.id, ThumbnailIndex.Entry(target, made: true))
-            case .none(let why):
-                self.logger.debug("thumbnails: none for \(target.path): \(why)")
-                self.index.set(target.id, ThumbnailIndex.Entry(target, made: false))
-            case .failed(let why):
-                self.wakeNext.withLock { $0 = true }
-                self.logger.info("thumbnails: \(target.path): \(why); tried again after the next pass")
-            }
+            let outcome = await self.store(result, for: target)
+            self.record(outcome, for: target)
             await done(target, outcome)
         }
     }
 
-    /// Renders and stores what was fetched for `target`, unless the file changed meanwhile.
-    private func store(_ result: Result<ThumbnailSource?, ProviderError>, for wanted: Target) -> Outcome {
-        let target = wanted
+    /// Notes `outcome` in the index (made, or none to be had) or as a failure to try again:
+    /// after 1 minute, then 2, 4... at most 6 hours.
+    private func record(_ outcome: Outcome, for target: Target) {
+        switch outcome {
+        case .made:
+            index.set(target.id, ThumbnailIndex.Entry(target, made: true))
+            failures.withLock { _ = $0.removeValue(forKey: target.id) }
+        case .none(let why):
+            logger.debug("thumbnails: none for \(target.path): \(why)")
+            index.set(target.id, ThumbnailIndex.Entry(target, made: false))
+            failures.withLock { _ = $0.removeValue(forKey: target.id) }
+        case .failed(let why):
+            let count = failures.withLock { failures in
+                let count = (failures[target.id]?.count ?? 0) + 1
+                let delay = Duration.seconds(min(60 << min(count - 1, 9), 6 * 3600))
+                failures[target.id] = (count, ContinuousClock.now + delay)
+                return count
+            }
+            wakeNext.withLock { $0 = true }
+            logger.info("thumbnails: \(target.path): \(why); tried again later (failed \(count) time(s) in a row)")
+        }
+    }
+
+    /// Renders and stores what was fetched for `target` on the writer's thread.
+    private func store(_ result: Result<ThumbnailSource?, ProviderError>, for target: Target) async -> Outcome {
         let source: ThumbnailSource
         switch result {
         case .failure(let error): return .failed(error.message)
         case .success(nil): return .none("no preview in its first bytes, and larger than thumbnail_max_fetch")
         case .success(let fetched?): source = fetched
         }
+        // The bytes must be of the version the placeholder stands for: a newer one on the
+        // server waits for the pass that brings its placeholder.
+        guard (try? provider.itemRecord(target.id))??.remoteETag == source.version else {
+            return .failed("it changed on the server while its thumbnail was made")
+        }
         // Stamped with the file's mtime and size when the fetch began: a file that changed
         // since would get a thumbnail GLib takes for the new bytes.
-        guard self.target(wanted.id, at: wanted.path) == wanted else { return .failed("it changed while its thumbnail was made") }
-        do throws(ThumbnailError) {
-            for size in Self.sizes {
-                let png = try ThumbnailRenderer.cachePNG(from: source.bytes, size: size, uri: target.uri, mtime: target.mtime,
-                                                         fileSize: target.size, mimeType: nil)
-                try cache.store(png, forURI: target.uri, size: size)
-            }
-        } catch {
-            switch error {
-            case .cache, .outOfMemory: return .failed(error.description)
-            default: return .none(error.description)
-            }
-        }
-        return .made(origin: source.origin, fetched: source.fetched)
+        guard self.target(target.id, at: target.path) == target else { return .failed("it changed while its thumbnail was made") }
+        return await writer.run { self.render(source, for: target) } ?? .failed("the daemon is stopping")
     }
 }
 
@@ -182,85 +224,6 @@ struct EXIFLocator: PreviewLocator {
         case .found(let offset, let length): return .at(ByteRange(offset: Int64(offset), length: Int64(length)))
         case .needMore(let end): return .needMore(upTo: Int64(end))
         case .none: return .none
-        }
-    }
-}
-
-/// What the maker made, by item: kept in a JSON file so a restart neither makes them again
-/// nor forgets which to remove.
-final class ThumbnailIndex: Sendable {
-    struct Entry: Codable, Sendable, Equatable {
-        var uri: String
-        var mtime: Int64
-        var size: Int64
-        /// False: none could be made for this version (not tried again).
-        var made: Bool
-
-        init(_ target: ThumbnailMaker.Target, made: Bool) {
-            (uri, mtime, size, self.made) = (target.uri, target.mtime, target.size, made)
-        }
-
-        func matches(_ target: ThumbnailMaker.Target) -> Bool {
-            uri == target.uri && mtime == target.mtime && size == target.size
-        }
-    }
-
-    let path: String
-    let logger: Logger
-    private let table: Mutex<(entries: [String: Entry], changed: Bool)>
-
-    init(path: String, logger: Logger) {
-        self.path = path
-        self.logger = logger
-        let data = FileManager.default.contents(atPath: path)
-        let entries = data.flatMap { try? JSONDecoder().decode([String: Entry].self, from: $0) } ?? [:]
-        if data != nil, entries.isEmpty, data?.isEmpty == false {
-            logger.warning("thumbnails: \(path) cannot be read; its thumbnails are made again")
-        }
-        table = Mutex((entries, false))
-    }
-
-    func entries() -> [(ItemIdentifier, Entry)] {
-        table.withLock { $0.entries.map { (ItemIdentifier($0.key), $0.value) } }
-    }
-
-    func entry(_ id: ItemIdentifier) -> Entry? { table.withLock { $0.entries[id.rawValue] } }
-
-    func set(_ id: ItemIdentifier, _ entry: Entry) {
-        table.withLock { table in
-            guard table.entries[id.rawValue] != entry else { return }
-            table.entries[id.rawValue] = entry
-            table.changed = true
-        }
-    }
-
-    func remove(_ id: ItemIdentifier) {
-        table.withLock { table in
-            guard table.entries.removeValue(forKey: id.rawValue) != nil else { return }
-            table.changed = true
-        }
-    }
-
-    /// Writes the index when it changed: a temporary file, fsynced, renamed into place.
-    func save() {
-        guard let entries = table.withLock({ table -> [String: Entry]? in
-            defer { table.changed = false }
-            return table.changed ? table.entries : nil
-        }) else { return }
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            let data = try encoder.encode(entries)
-            let temporary = path + ".tmp"
-            guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteUnknown)
-            }
-            let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { fsync(fd); close(fd) }
-            guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        } catch {
-            table.withLock { $0.changed = true }
-            logger.warning("thumbnails: cannot write \(path): \(error); tried again after the next pass")
         }
     }
 }

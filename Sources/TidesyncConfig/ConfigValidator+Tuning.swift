@@ -90,7 +90,17 @@ extension ConfigValidator {
         if let programs = readProgramNames(table, "hydrate_on_open", in: scope) { settings.hydrateOnOpen = programs }
         if let programs = readProgramNames(table, "deny_hydration", in: scope) { settings.denyHydration = programs }
         if let thumbnails = bool(table, "thumbnails", in: scope) { settings.thumbnails = thumbnails }
-        if let limit = size(table, "thumbnail_max_fetch", in: scope) { settings.thumbnailMaxFetch = limit.0 }
+        if let limit = size(table, "thumbnail_max_fetch", in: scope) {
+            // The whole image is held in memory to be decoded; a photo is rarely over 32 MiB.
+            if limit.0.bytes > PlaceholderSettings.thumbnailMaxFetchLimit.bytes {
+                valueError("\(limit.written) is too large: an image is fetched into memory for its thumbnail; "
+                    + "write at most \"\(PlaceholderSettings.thumbnailMaxFetchLimit.bytes >> 20)MiB\" (or 0 for embedded previews only).",
+                    key: "thumbnail_max_fetch", in: scope)
+            } else {
+                settings.thumbnailMaxFetch = limit.0
+            }
+        }
+        if let cache = path(table, "thumbnail_cache", in: scope) { settings.thumbnailCache = cache }
         return settings
     }
 

@@ -34,7 +34,7 @@ struct ConfigValidator {
         "bundle_extensions", "placeholders", "connect_timeout", "low_speed_limit", "low_speed_time",
     ]
     static let placeholderKeys = ["mode", "min_size", "alignment", "keep_local", "hydration_timeout", "hydrate_on_open",
-                                  "deny_hydration", "thumbnails", "thumbnail_max_fetch"]
+                                  "deny_hydration", "thumbnails", "thumbnail_max_fetch", "thumbnail_cache"]
 
     /// The file as the user named it, for diagnostics.
     let file: String

@@ -170,6 +170,13 @@ public struct PlaceholderSettings: Sendable, Equatable {
     /// An image placeholder with no embedded preview is fetched whole for its thumbnail
     /// only when it is at most this large (default 8 MiB); larger ones get none.
     public var thumbnailMaxFetch: ByteCount
+    /// The thumbnail cache (the folder holding `normal`, `large`...) to write to; nil: the
+    /// one of the local folder's owner, `~/.cache/thumbnails` by the user database (the
+    /// daemon's own `$XDG_CACHE_HOME/thumbnails` when it runs as that owner).
+    public var thumbnailCache: String?
+
+    /// The largest `thumbnail_max_fetch`: the whole image is held in memory to decode it.
+    public static let thumbnailMaxFetchLimit = ByteCount(64 << 20)
 
     /// The programs that copy or archive by skipping holes (coreutils `cp`, `mv` to another
     /// file system, `install`; GNU and BSD `tar --sparse`; `rsync --sparse`).
@@ -188,7 +195,7 @@ public struct PlaceholderSettings: Sendable, Equatable {
         alignment: ByteCount = ByteCount(1 << 20), keepLocal: [String] = [],
         hydrationTimeout: Duration = .seconds(30), hydrateOnOpen: [String] = PlaceholderSettings.holeSkippingPrograms,
         denyHydration: [String] = PlaceholderSettings.indexers, thumbnails: Bool = true,
-        thumbnailMaxFetch: ByteCount = ByteCount(8 << 20)
+        thumbnailMaxFetch: ByteCount = ByteCount(8 << 20), thumbnailCache: String? = nil
     ) {
         self.mode = mode
         self.minimumSize = minimumSize
@@ -199,6 +206,7 @@ public struct PlaceholderSettings: Sendable, Equatable {
         self.denyHydration = denyHydration
         self.thumbnails = thumbnails
         self.thumbnailMaxFetch = thumbnailMaxFetch
+        self.thumbnailCache = thumbnailCache
     }
 }
 

@@ -1,0 +1,35 @@
+// The maker's work in the cache, on the writer's thread (as the cache's owner): decode,
+// scale, encode and store each size, and clear the sizes that would hide the new ones.
+import Glibc
+import SyncEngine
+import Thumbnails
+
+extension ThumbnailMaker {
+    /// Makes and stores the thumbnails of `target` from `source`. Runs on `writer`.
+    func render(_ source: ThumbnailSource, for target: Target) -> Outcome {
+        do throws(ThumbnailError) {
+            for size in Self.sizes {
+                let png = try ThumbnailRenderer.cachePNG(from: source.bytes, size: size, uri: target.uri, mtime: target.mtime,
+                                                         fileSize: target.size, mimeType: nil)
+                try cache.store(png, forURI: target.uri, size: size)
+            }
+        } catch {
+            switch error {
+            case .cache, .outOfMemory: return .failed(error.description)
+            default: return .none(error.description)
+            }
+        }
+        clearLargerSizes(of: target)
+        return .made(origin: source.origin, fetched: source.fetched)
+    }
+
+    /// Removes the sizes not made here that do not describe this version: GLib and KDE take
+    /// the largest size present, so an `x-large` the desktop made while the file was here,
+    /// of other bytes, would hide the new ones and count as stale.
+    private func clearLargerSizes(of target: Target) {
+        for size in ThumbnailSize.allCases where !Self.sizes.contains(size)
+        && !cache.validThumbnail(uri: target.uri, mtime: target.mtime, fileSize: target.size, size: size) {
+            unlink(cache.path(forURI: target.uri, size: size).path)
+        }
+    }
+}
