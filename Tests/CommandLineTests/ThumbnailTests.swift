@@ -25,7 +25,10 @@ final class ThumbnailTests {
             Issue.record("\(tool) is missing: run packaging/install-deps.sh (libjpeg-turbo-progs, libimage-exiftool-perl, libglib2.0-bin)")
             throw CancellationError()
         }
-        (fixture, apache, disk) = try await DaemonFixture.onDemand(placeholders: "thumbnail_max_fetch = \"4MiB\"")
+        (fixture, apache, disk) = try await DaemonFixture.onDemand(placeholders: """
+            thumbnail_max_fetch = "4MiB"
+            thumbnail_cache = "~/user-cache/thumbnails"
+            """)
         scratch = fixture.home + "/images"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     }
@@ -81,10 +84,17 @@ final class ThumbnailTests {
         }
     }
 
-    /// What GLib says of `name`'s thumbnail: its path (nil: none) and whether it is valid.
-    func gioThumbnail(_ name: String) async throws -> (path: String?, valid: Bool) {
-        let result = try await Binary.run("/usr/bin/gio", ["info", "-a", "thumbnail::path,thumbnail::is-valid", local(name)],
-                                          environment: fixture.environment)
+    /// The cache the configuration names, as GLib finds it through `XDG_CACHE_HOME`.
+    var cacheHome: String { fixture.home + "/user-cache" }
+
+    /// What GLib says of `name`'s thumbnail: its path (nil: none) and whether it is valid;
+    /// with `asUser`, asked by uid 65534 (the folder's owner in the test of a user's folder).
+    func gioThumbnail(_ name: String, asUser: Bool = false) async throws -> (path: String?, valid: Bool) {
+        var environment = fixture.environment
+        environment["XDG_CACHE_HOME"] = cacheHome
+        let gio = ["/usr/bin/gio", "info", "-a", "thumbnail::path,thumbnail::is-valid", local(name)]
+        let user = asUser ? ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        let result = try await Binary.run((user + gio)[0], Array((user + gio).dropFirst()), environment: environment)
         let lines = result.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let path = lines.first { $0.hasPrefix("thumbnail::path: ") }.map { String($0.dropFirst("thumbnail::path: ".count)) }
         return (path, lines.contains("thumbnail::is-valid: TRUE"))
@@ -128,7 +138,7 @@ final class ThumbnailTests {
                 try await gioThumbnail(name).valid
             }
             let path = try #require(try await gioThumbnail(name).path)
-            #expect(path.hasPrefix(fixture.home + "/.cache/thumbnails/"), "\(path)")
+            #expect(path.hasPrefix(cacheHome + "/thumbnails/"), "\(path)")
             var info = Glibc.stat()
             #expect(lstat(path, &info) == 0 && info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
             #expect(holdsNoData(name), "\(name) was downloaded to make its thumbnail")
@@ -138,6 +148,9 @@ final class ThumbnailTests {
         #expect(exifSent.gets == 1 && exifSent.bytes < 70_000, "exif.jpg: \(exifSent) of \(withExif.count) bytes")
         #expect(sent("plain.jpeg").bytes >= plain.count, "plain.jpeg is small enough to be fetched whole")
         // Too large to fetch whole, with no preview: only the first bytes were read, no thumbnail.
+        try await eventually("large.JPG found to have none (log: \(fixture.log.suffix(2000)))", timeout: .seconds(60)) {
+            fixture.log.contains("thumbnails: none for large.JPG")
+        }
         let largeSent = sent("large.JPG")
         #expect(largeSent.bytes < 70_000, "large.JPG: \(largeSent)")
         #expect(try await gioThumbnail("large.JPG").path == nil)
@@ -149,10 +162,12 @@ final class ThumbnailTests {
         try await eventually("a valid thumbnail of renamed.jpg", timeout: .seconds(60)) { try await gioThumbnail("renamed.jpg").valid }
         try await eventually("the old name's thumbnail removed", timeout: .seconds(60)) { !FileManager.default.fileExists(atPath: old) }
 
-        // Changed on the server: the thumbnail is made again for the new version.
-        try await Task.sleep(for: .milliseconds(1100))  // a new mtime second for the new version
-        try apache.put(try await jpeg(width: 1500, height: 1000, seed: 9, exif: true), at: "renamed.jpg", disk: disk)
+        // Changed on the server (a minute later, so its mtime is another second): the
+        // thumbnail is made again for the new version.
         let before = try Data(contentsOf: URL(fileURLWithPath: try #require(try await gioThumbnail("renamed.jpg").path)))
+        try apache.put(try await jpeg(width: 1500, height: 1000, seed: 9, exif: true), at: "renamed.jpg", disk: disk)
+        var later = [timespec(tv_sec: time(nil) + 60, tv_nsec: 0), timespec(tv_sec: time(nil) + 60, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, disk + "/renamed.jpg", &later, 0) == 0)
         _ = try await fixture.tidesync(["sync-now"])
         try await eventually("a new valid thumbnail of the changed renamed.jpg", timeout: .seconds(60)) {
             let now = try await gioThumbnail("renamed.jpg")
@@ -168,6 +183,49 @@ final class ThumbnailTests {
         let refused = try await fixture.tidesync(["thumbnails", local("data.bin")])
         #expect(refused.status == 4 && refused.errors.contains("is not an image"), "\(refused.output)\(refused.errors)")
         #expect(holdsNoData("renamed.jpg") && holdsNoData("noise.png"))
+        #expect(await fixture.stopDaemon() == 0)
+    }
+
+    /// The owner and mode of `path` (not followed).
+    func owner(_ path: String) -> (uid: uid_t, mode: mode_t)? {
+        var info = Glibc.stat()
+        return lstat(path, &info) == 0 ? (info.st_uid, info.st_mode & 0o777) : nil
+    }
+
+    @Test("a user's folder: the root daemon writes the thumbnails as that user, into their cache, and their GLib takes them")
+    func usersFolder() async throws {
+        // The folder and the cache are uid 65534's; the daemon is root. A link the user put
+        // where the x-large thumbnail goes leads to a root-only folder holding a file of that
+        // name: root would delete it (it does not describe the image); the user cannot.
+        let uri = "file://" + local("exif.jpg")
+        let hash = try await Binary.run("/bin/sh", ["-c", "printf %s \"$1\" | md5sum", "sh", uri], environment: ["PATH": "/usr/bin:/bin"])
+        let name = String(hash.output.prefix(32)) + ".png"
+        let rootOnly = fixture.home + "/root-only"
+        for folder in [cacheHome, cacheHome + "/thumbnails", rootOnly] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            #expect(chmod(folder, 0o700) == 0)
+        }
+        try Data("root's".utf8).write(to: URL(fileURLWithPath: rootOnly + "/" + name))
+        #expect(symlink(rootOnly, cacheHome + "/thumbnails/x-large") == 0)
+        for path in [fixture.local, cacheHome, cacheHome + "/thumbnails", cacheHome + "/thumbnails/x-large"] {
+            #expect(lchown(path, 65534, 65534) == 0, "\(path)")
+        }
+        #expect(chmod(fixture.home, 0o711) == 0)
+        try apache.put(try await jpeg(width: 1400, height: 1000, seed: 11, exif: true), at: "exif.jpg", disk: disk)
+        try fixture.startDaemon(arguments: ["--log-level", "debug"])
+        try await eventually("a valid thumbnail of exif.jpg for its owner (log: \(fixture.log.suffix(2000)))", timeout: .seconds(60)) {
+            try await gioThumbnail("exif.jpg", asUser: true).valid
+        }
+        #expect(fixture.log.contains("thumbnails go to \(cacheHome)/thumbnails, written as uid 65534, gid 65534"))
+        for size in ["normal", "large"] {
+            let folder = owner(cacheHome + "/thumbnails/" + size), file = owner(cacheHome + "/thumbnails/\(size)/" + name)
+            #expect(folder?.uid == 65534 && folder?.mode == 0o700, "\(size): \(String(describing: folder))")
+            #expect(file?.uid == 65534 && file?.mode == 0o600, "\(size)/\(name): \(String(describing: file))")
+        }
+        #expect(FileManager.default.contents(atPath: rootOnly + "/" + name) == Data("root's".utf8),
+                "root followed the user's link and removed a file the user cannot")
+        #expect(!FileManager.default.fileExists(atPath: fixture.home + "/.cache/thumbnails"), "written to the daemon's own cache")
+        #expect(holdsNoData("exif.jpg"))
         #expect(await fixture.stopDaemon() == 0)
     }
 }
