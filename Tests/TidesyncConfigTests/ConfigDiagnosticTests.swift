@@ -80,6 +80,8 @@ struct ConfigDiagnosticTests {
         ("hydrate_on_open = [\"/usr/bin/cp\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"/usr/bin/cp\" is a path; write the program's name only, e.g. \"cp\"."),
         ("hydrate_on_open = [\"cp\", \"\"]", "7:26: error: domain \"home\": placeholders.hydrate_on_open[1] = \"\" is empty; write a program's name, e.g. \"cp\"."),
         ("hydrate_on_open = [\"my-long-backup-tool\"]", "7:20: error: domain \"home\": placeholders.hydrate_on_open[0] = \"my-long-backup-tool\" is longer than the 15 bytes the kernel keeps of a process name; write \"my-long-backup-\"."),
+        ("thumbnail_max_fetch = \"1GiB\"", "7:23: error: domain \"home\": placeholders.thumbnail_max_fetch = \"1GiB\" is too large: an image is fetched into memory for its thumbnail; write at most \"64MiB\" (or 0 for embedded previews only)."),
+        ("thumbnail_cache = \"\"", "7:19: error: domain \"home\": placeholders.thumbnail_cache is empty; write an absolute path, a path starting with ~/, or a path relative to the directory of this file."),
         ("deny_hydration = [\"tracker-miner-fs-3\"]", "7:19: error: domain \"home\": placeholders.deny_hydration[0] = \"tracker-miner-fs-3\" is longer than the 15 bytes the kernel keeps of a process name; write \"tracker-miner-f\"."),
     ])
     func wrongPlaceholdersValue(line: String, expected: String) throws {
