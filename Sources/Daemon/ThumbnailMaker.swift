@@ -111,7 +111,7 @@ final class ThumbnailMaker: Sendable {
             logger.warning("thumbnails: cannot read the placeholders: \(error.message)")
             return
         }
-        await removeStale()
+        await removeStale(placeholders: Dictionary(placeholders.map { ($0.record.id, $0.path) }, uniquingKeysWith: { first, _ in first }))
         let now = ContinuousClock.now
         let waiting = failures.withLock { $0.filter { $0.value.retry > now }.keys }
         let wanted = placeholders.compactMap { target($0.record.id, at: $0.path) }
@@ -132,10 +132,13 @@ final class ThumbnailMaker: Sendable {
     /// size, and the thumbnails made for them: only those still stamped with what the entry
     /// records, so a thumbnail the desktop made of the file since (it was downloaded and
     /// edited, say) stays.
-    private func removeStale() async {
+    /// `placeholders` are the paths of today's placeholders, which saves a state-DB lookup for
+    /// each of them; an item that is no placeholder now (downloaded, deleted) is looked up.
+    private func removeStale(placeholders: [ItemIdentifier: RemotePath]) async {
         var stale: [ThumbnailIndex.Entry] = []
         for (id, entry) in index.entries() {
-            let current = (try? provider.path(of: id)).flatMap { $0 }.flatMap { target(id, at: $0) }
+            let path = placeholders[id] ?? (try? provider.path(of: id)).flatMap { $0 }
+            let current = path.flatMap { target(id, at: $0) }
             guard current.map(entry.matches) != true else { continue }
             index.remove(id)
             if entry.made { stale.append(entry) }
