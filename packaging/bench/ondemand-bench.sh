@@ -19,31 +19,15 @@
 #              TIDESYNC_BIN=PATH, BENCH_KEEP=1 (keep the work directory).
 set -euo pipefail
 me=ondemand-bench
-say() { printf '%s: %s\n' "$me" "$*" >&2; }
-die() { say "$*"; exit 1; }
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-repo=$(cd "$script_dir/../.." && pwd -P)
+# shellcheck source=packaging/bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MIB=${BENCH_MIB:-1024}
 READS=${BENCH_READS:-7}
 [[ "$(id -u)" -eq 0 ]] || die "needs root: fanotify pre-content events need CAP_SYS_ADMIN"
 command -v curl >/dev/null || die "curl not found"
 
-if [[ -z "${TIDESYNC_BIN:-}" ]]; then
-    say "building the release binary (swift build -c release)"
-    (cd "$repo" && swift build -c release --product tidesync >/dev/null)
-    TIDESYNC_BIN=$(cd "$repo" && swift build -c release --show-bin-path)/tidesync
-fi
-work=$(mktemp -d /tmp/tidesync-odbench.XXXXXX)
-daemon=
-cleanup() {
-    [[ -n "$daemon" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-    bash "$repo/packaging/dav-server.sh" stop "$work/dav" >/dev/null 2>&1 || true
-    [[ "${BENCH_KEEP:-0}" == 1 ]] && say "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-bash "$repo/packaging/dav-server.sh" start "$work/dav" >/dev/null 2>&1 || die "cannot start Apache (see $work/dav/error.log)"
-# shellcheck disable=SC1091
-source "$work/dav/env"
+release_binary
+apache_work odbench
 disk=$TIDESYNC_TEST_DAV_INF_ROOT/od
 url=${TIDESYNC_TEST_DAV_INF_URL}od/
 mkdir -p "$disk" "$work/Local" "$work/home/.config/tidesync"

@@ -14,32 +14,16 @@
 # Environment: BENCH_IMAGES=200, BENCH_WIDTH=2400, BENCH_HEIGHT=1600, TIDESYNC_BIN=PATH, BENCH_KEEP=1.
 set -euo pipefail
 me=thumbnail-bench
-say() { printf '%s: %s\n' "$me" "$*" >&2; }
-die() { say "$*"; exit 1; }
-script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
-repo=$(cd "$script_dir/../.." && pwd -P)
+# shellcheck source=packaging/bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 IMAGES=${BENCH_IMAGES:-200}
 WIDTH=${BENCH_WIDTH:-2400}
 HEIGHT=${BENCH_HEIGHT:-1600}
 [[ "$(id -u)" -eq 0 ]] || die "needs root: fanotify pre-content events need CAP_SYS_ADMIN"
 for tool in curl cjpeg exiftool python3; do command -v "$tool" >/dev/null || die "$tool not found (packaging/install-deps.sh)"; done
 
-if [[ -z "${TIDESYNC_BIN:-}" ]]; then
-    say "building the release binary (swift build -c release)"
-    (cd "$repo" && swift build -c release --product tidesync >/dev/null)
-    TIDESYNC_BIN=$(cd "$repo" && swift build -c release --show-bin-path)/tidesync
-fi
-work=$(mktemp -d /tmp/tidesync-thbench.XXXXXX)
-daemon=
-cleanup() {
-    [[ -n "$daemon" ]] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-    bash "$repo/packaging/dav-server.sh" stop "$work/dav" >/dev/null 2>&1 || true
-    [[ "${BENCH_KEEP:-0}" == 1 ]] && say "kept $work" || rm -rf "$work"
-}
-trap cleanup EXIT
-bash "$repo/packaging/dav-server.sh" start "$work/dav" >/dev/null 2>&1 || die "cannot start Apache (see $work/dav/error.log)"
-# shellcheck disable=SC1091
-source "$work/dav/env"
+release_binary
+apache_work thbench
 disk=$TIDESYNC_TEST_DAV_INF_ROOT/photos
 url=${TIDESYNC_TEST_DAV_INF_URL}photos/
 mkdir -p "$disk" "$work/Local" "$work/home/.config/tidesync" "$work/make"
