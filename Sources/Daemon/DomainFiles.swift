@@ -11,6 +11,7 @@ import Replica
 import StateDatabase
 import SyncEngine
 import Synchronization
+import Thumbnails
 import TidesyncConfig
 
 /// One running domain's files, as the control socket reaches them.
@@ -156,30 +157,42 @@ final class DomainFiles: Sendable {
         let files = entry.kind == .folder ? try provider.files(atOrBelow: path) : try provider.itemID(at: path).flatMap { id throws(ProviderError) in
             try provider.itemRecord(id).map { [(path: path, record: $0)] }
         } ?? []
-        let images = files.filter { port.heldBytes($0.path, record: $0.record).state != .materialized }
-            .compactMap { maker.target($0.record.id, at: $0.path) }
+        let isImage = { (path: RemotePath) in path.components.last.flatMap(ImageKind.of(name:)) != nil }
+        let images = files.filter { isImage($0.path) && port.heldBytes($0.path, record: $0.record).state != .materialized }
         if entry.kind != .folder, images.isEmpty {
-            guard let file = files.first, maker.target(file.record.id, at: file.path) != nil else {
+            guard let file = files.first, isImage(file.path) else {
                 throw ProviderError(.cannotSynchronize, "\(absolute) is not an image tidesync makes thumbnails of (JPEG, PNG, TIFF and raw files based on it)")
             }
             report.done = "downloaded: left to the desktop's own thumbnailer"
             return (report, [])
         }
         report.done = "making thumbnails of \(images.count) image placeholder(s)"
-        let work = images.map { target in
-            Work(path: folder.absolute(target.path), total: 1) { progress async throws(ProviderError) in
-                let outcome = Mutex<ThumbnailMaker.Outcome?>(nil)
-                await maker.make([target]) { _, ended in outcome.withLock { $0 = ended } }
-                maker.index.save()
-                switch outcome.withLock({ $0 }) {
-                case .made?: progress(1)
-                case .none(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail: \(why)")
-                case .failed(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail now: \(why)")
-                case nil: throw ProviderError(.cancelled, "the thumbnail was not made (the daemon is stopping)")
-                }
+        let work = images.map { file in
+            Work(path: folder.absolute(file.path), total: 1) { progress async throws(ProviderError) in
+                try await Self.makeThumbnail(of: file.record.id, at: file.path, maker: maker)
+                progress(1)
             }
         }
         return (report, work)
+    }
+
+    /// Makes the thumbnails of one image placeholder now (`tidesync thumbnails`).
+    private static func makeThumbnail(of id: ItemIdentifier, at path: RemotePath, maker: ThumbnailMaker) async throws(ProviderError) {
+        guard let target = await maker.targets([(id, path)]).first else {
+            throw ProviderError(.noSuchItem, "it is not a regular file, or changed while it was looked at")
+        }
+        guard await maker.cacheUsable(now: true) else {
+            throw ProviderError(.cannotSynchronize, "no thumbnail now: \(maker.cache.root.path) cannot be written (the log says why)")
+        }
+        let outcome = Mutex<ThumbnailMaker.Outcome?>(nil)
+        await maker.make([target]) { _, ended in outcome.withLock { $0 = ended } }
+        maker.index.save()
+        switch outcome.withLock({ $0 }) {
+        case .made?: return
+        case .none(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail: \(why)")
+        case .failed(let why)?, .cacheFailed(let why)?: throw ProviderError(.cannotSynchronize, "no thumbnail now: \(why)")
+        case nil: throw ProviderError(.cancelled, "the thumbnail was not made (the daemon is stopping)")
+        }
     }
 
     /// Downloads the pinned files that are still placeholders: a pin whose download failed

@@ -78,7 +78,7 @@ public final class DomainService: Sendable {
     /// `poll_interval`, a full scan at the start and every `rescan_interval`.
     public func runForever() async {
         await onDemand.start(provider: pass.runner.provider, logger: logger)
-        let thumbnails = onDemand.fanotify != nil && domain.placeholders.thumbnails ? makeThumbnailMaker() : nil
+        let thumbnails = onDemand.fanotify != nil && domain.placeholders.thumbnails ? await makeThumbnailMaker() : nil
         let files = DomainFiles(domain: domain, folder: pass.runner.folder, provider: pass.runner.provider,
                                 onDemand: onDemand, monitor: monitor, databasePath: databasePath, thumbnails: thumbnails)
         monitor.attach(files: files)
@@ -101,13 +101,15 @@ public final class DomainService: Sendable {
 
     /// The thumbnail maker of this domain, writing into the cache of the local folder's
     /// owner as that owner; nil (with a warning saying why) when that cannot be done.
-    private func makeThumbnailMaker() -> ThumbnailMaker? {
+    private func makeThumbnailMaker() async -> ThumbnailMaker? {
         let refused = { (why: String) -> ThumbnailMaker? in
             self.logger.warning("thumbnails are off: \(why)")
             return nil
         }
-        guard let folderOwner = ThumbnailCacheOwner.owner(of: domain.localPath) else {
-            return refused("cannot look at \(domain.localPath): \(String(cString: strerror(errno)))")
+        let folderOwner: uid_t
+        switch ThumbnailCacheOwner.owner(of: domain.localPath) {
+        case .success(let uid): folderOwner = uid
+        case .failure(let error): return refused("cannot look at \(domain.localPath): \(String(cString: strerror(error.code.rawValue)))")
         }
         let resolved = ThumbnailCacheOwner.resolve(folderOwner: folderOwner, daemonUID: geteuid(),
                                                    configured: domain.placeholders.thumbnailCache,
@@ -120,6 +122,10 @@ public final class DomainService: Sendable {
         }
         let writer: IdentityThread
         do { writer = try IdentityThread(name: "tidesync thumbnails", identity: owner.identity) } catch { return refused(error.message) }
+        if let foreign = await writer.run({ owner.foreignCache() }) ?? "the daemon is stopping" {
+            writer.finish()
+            return refused(foreign)
+        }
         logger.info("thumbnails go to \(owner.root)\(owner.identity.map { ", written as \($0)" } ?? "")")
         return ThumbnailMaker(provider: pass.runner.provider, folder: pass.runner.folder, owner: owner, writer: writer,
                               indexPath: databasePath + ".thumbnails.json", maxWholeFetch: domain.placeholders.thumbnailMaxFetch.bytes,

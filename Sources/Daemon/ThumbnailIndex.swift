@@ -35,6 +35,7 @@ final class ThumbnailIndex: Sendable {
     init(path: String, logger: Logger) {
         self.path = path
         self.logger = logger
+        Self.removeLeftovers(of: path)
         let data = FileManager.default.contents(atPath: path)
         let entries = data.flatMap { try? JSONDecoder().decode([String: Entry].self, from: $0) } ?? [:]
         if data != nil, entries.isEmpty, data?.isEmpty == false {
@@ -57,9 +58,12 @@ final class ThumbnailIndex: Sendable {
         }
     }
 
-    func remove(_ id: ItemIdentifier) {
+    /// Removes `id`'s entry when it is still `entry` (`tidesync thumbnails` may have set a
+    /// new one since the caller read it).
+    func remove(_ id: ItemIdentifier, ifStill entry: Entry) {
         table.withLock { table in
-            guard table.entries.removeValue(forKey: id.rawValue) != nil else { return }
+            guard table.entries[id.rawValue] == entry else { return }
+            table.entries.removeValue(forKey: id.rawValue)
             table.changed = true
         }
     }
@@ -84,18 +88,36 @@ final class ThumbnailIndex: Sendable {
     }
 
     private func write(_ data: Data) throws {
-        var template = Array((path + ".XXXXXX").utf8CString)
+        var template = Array((path + Self.temporarySuffix).utf8CString)
         let descriptor = mkstemp(&template)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        let temporary = String(cString: template)
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)  // mkostemp is not in Swift's Glibc module
+        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: POSIXErrorCode?
-        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        if written != data.count || fsync(descriptor) != 0 { failure = POSIXErrorCode(rawValue: errno) ?? .EIO }
+        var written = 0
+        while failure == nil && written < data.count {
+            let count = data[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 { written += count } else if count < 0 && errno == EINTR { continue } else { failure = POSIXErrorCode(rawValue: errno) ?? .EIO }
+        }
+        if failure == nil && fsync(descriptor) != 0 { failure = POSIXErrorCode(rawValue: errno) ?? .EIO }
         close(descriptor)
         if failure == nil, rename(temporary, path) != 0 { failure = POSIXErrorCode(rawValue: errno) ?? .EIO }
         if let failure {
             unlink(temporary)
             throw POSIXError(failure)
+        }
+    }
+
+    /// mkstemp's template after the index's own name.
+    static let temporarySuffix = ".XXXXXX"
+
+    /// Removes temporaries a save cut short by a crash left beside the index.
+    static func removeLeftovers(of path: String) {
+        let url = URL(fileURLWithPath: path)
+        let prefix = url.lastPathComponent + "."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
+        for name in names where name.hasPrefix(prefix) && name.count == prefix.count + 6 {
+            unlink(url.deletingLastPathComponent().appendingPathComponent(name).path)
         }
     }
 }

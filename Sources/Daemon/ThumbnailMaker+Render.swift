@@ -5,8 +5,11 @@ import SyncEngine
 import Thumbnails
 
 extension ThumbnailMaker {
-    /// Makes and stores the thumbnails of `target` from `source`. Runs on `writer`.
+    /// Makes and stores the thumbnails of `target` from `source`, unless the file changed
+    /// since the fetch began: stamped with the old mtime and size, GLib would take the
+    /// thumbnail for the new bytes. Runs on `writer`.
     func render(_ source: ThumbnailSource, for target: Target) -> Outcome {
+        guard self.target(target.id, at: target.path) == target else { return .failed("it changed while its thumbnail was made") }
         do throws(ThumbnailError) {
             for size in Self.sizes {
                 let png = try ThumbnailRenderer.cachePNG(from: source.bytes, size: size, uri: target.uri, mtime: target.mtime,
@@ -14,10 +17,8 @@ extension ThumbnailMaker {
                 try cache.store(png, forURI: target.uri, size: size)
             }
         } catch {
-            switch error {
-            case .cache, .outOfMemory: return .failed(error.description)
-            default: return .none(error.description)
-            }
+            if case .cache = error { return .cacheFailed(error.description) }
+            return .none(error.description)
         }
         clearLargerSizes(of: target)
         return .made(origin: source.origin, fetched: source.fetched)

@@ -6,15 +6,15 @@
 // further in) or from the whole image when it is small enough (`thumbnail_max_fetch`). Nothing
 // is written into the sync folder and no placeholder is hydrated.
 //
-// The cache is the folder owner's (`ThumbnailCacheOwner`), and everything done in it, decoding
-// included, runs on one thread of its own acting as that owner (`IdentityThread`): never as
-// root in a user's folders, never on Swift's cooperative threads.
+// The cache is the folder owner's (`ThumbnailCacheOwner`), and everything done in the cache or
+// the sync folder, decoding included, runs on one thread of its own acting as that owner
+// (`IdentityThread`): never as root in a user's folders, never on Swift's cooperative threads.
 //
 // What was made is kept in an index (item, URI, mtime, size): an image renamed (its URI
 // changes) or changed on the server (its mtime does) loses its old thumbnail and gets a new
 // one; a deleted one loses it; an image with no thumbnail to be had is recorded too, so it is
-// not fetched again at every pass; one that failed (the server, the cache) is tried again
-// later, less often each time.
+// not fetched again at every pass; one that failed (the server) is tried again later, less
+// often each time; a cache that cannot be written stops all fetching until it can.
 import Foundation
 import Glibc
 import Logging
@@ -31,15 +31,20 @@ final class ThumbnailMaker: Sendable {
     /// Whose cache the thumbnails go to.
     let owner: ThumbnailCacheOwner
     let cache: ThumbnailCache
-    /// The thread every cache read, write and decode runs on, as the cache's owner.
+    /// The thread every cache read, write and decode, and every look at the sync folder,
+    /// runs on, as the cache's owner.
     let writer: IdentityThread
     let index: ThumbnailIndex
     let options: ThumbnailFetchOptions
     let logger: Logger
-    private let trigger: AsyncStream<Void>.Continuation
+    let trigger: AsyncStream<Void>.Continuation
     private let triggers: AsyncStream<Void>
-    /// Images whose last try failed: how often in a row, and not before when again.
-    private let failures = Mutex([ItemIdentifier: (count: Int, retry: ContinuousClock.Instant)]())
+    /// Images whose last try failed, with the version that failed.
+    let failures = Mutex([ItemIdentifier: RetryState]())
+    /// Set while the cache cannot be written: nothing is fetched until then.
+    let blocked = Mutex<RetryState?>(nil)
+    /// When a wake-up is already due (`wake(after:)`).
+    let nextWake = Mutex<ContinuousClock.Instant?>(nil)
 
     /// The sizes made ahead: what file managers ask for at their usual zoom levels.
     static let sizes: [ThumbnailSize] = [.normal, .large]
@@ -72,17 +77,18 @@ final class ThumbnailMaker: Sendable {
         case made(origin: ThumbnailSource.Origin, fetched: Int64)
         /// None can be had (no preview and too large, not an image the libraries read).
         case none(String)
-        /// It failed now (the server, the cache folder); tried again later.
+        /// It failed now (the server); tried again later.
         case failed(String)
+        /// The cache could not be written; nothing is fetched until it can.
+        case cacheFailed(String)
     }
 
-    /// Whether the next pass must wake the maker: the first one, and any while images wait
-    /// to be tried again.
+    /// Whether the next pass must wake the maker: the first one.
     private let wakeNext = Mutex(true)
 
-    /// Asks for a round of `reconcile` (coalesced) after a pass that changed something, after
-    /// the first one, and after each while a failed image waits: a pass with no step moved,
-    /// renamed or brought down nothing, so an idle domain's polls read nothing here.
+    /// Asks for a round of `reconcile` (coalesced) after a pass that changed something and
+    /// after the first one: a pass with no step moved, renamed or brought down nothing, so an
+    /// idle domain's polls read nothing here. Retries wake it by themselves (`wake(after:)`).
     func passFinished(steps: Int) {
         let due = wakeNext.withLock { due in
             defer { due = false }
@@ -91,12 +97,8 @@ final class ThumbnailMaker: Sendable {
         if steps > 0 || due { trigger.yield() }
     }
 
-    /// Reconciles after each wake until cancelled; refuses a cache that is not its owner's.
+    /// Reconciles after each wake until cancelled.
     func run() async {
-        if let foreign = await writer.run({ [owner] in owner.foreignCache() }) ?? nil {
-            logger.warning("thumbnails are off: \(foreign)")
-            return
-        }
         await withTaskCancellationHandler {
             for await _ in triggers where !Task.isCancelled { await reconcile() }
         } onCancel: {
@@ -106,24 +108,28 @@ final class ThumbnailMaker: Sendable {
 
     /// Removes thumbnails whose image moved, changed or went, and makes the missing ones.
     func reconcile() async {
+        defer { index.save() }
         let placeholders: [RecordedPlaceholder]
         do { placeholders = try provider.recordedPlaceholders() } catch {
             logger.warning("thumbnails: cannot read the placeholders: \(error.message)")
             return
         }
-        await removeStale(placeholders: Dictionary(placeholders.map { ($0.record.id, $0.path) }, uniquingKeysWith: { first, _ in first }))
+        let paths = Dictionary(placeholders.map { ($0.record.id, $0.path) }, uniquingKeysWith: { first, _ in first })
+        failures.withLock { failures in failures = failures.filter { paths[$0.key] != nil } }
+        await removeStale(placeholders: paths)
         let now = ContinuousClock.now
-        let waiting = failures.withLock { $0.filter { $0.value.retry > now }.keys }
-        let wanted = placeholders.compactMap { target($0.record.id, at: $0.path) }
-            .filter { index.entry($0.id)?.matches($0) != true && !waiting.contains($0.id) }
-        if !waiting.isEmpty { wakeNext.withLock { $0 = true } }
-        guard !wanted.isEmpty else { return }
+        let looked = await targets(placeholders.map { ($0.record.id, $0.path) })
+        let wanted = looked.filter { target in
+            index.entry(target.id)?.matches(target) != true
+                && failures.withLock { $0[target.id].map { $0.stamp != target.stamp || $0.retry <= now } ?? true }
+        }
+        wakeForRetries()
+        guard !wanted.isEmpty, await cacheUsable() else { return }
         let tally = Mutex((made: 0, fetched: Int64(0)))
         await make(wanted) { _, outcome in
             guard case .made(_, let bytes) = outcome else { return }
             tally.withLock { $0 = ($0.made + 1, $0.fetched + bytes) }
         }
-        index.save()
         let (made, fetched) = tally.withLock { $0 }
         if made > 0 { logger.info("thumbnails: made for \(made) image placeholder(s), \(fetched) bytes fetched") }
     }
@@ -131,21 +137,18 @@ final class ThumbnailMaker: Sendable {
     /// Drops the index's entries whose image is no longer at that URI with that mtime and
     /// size, and the thumbnails made for them: only those still stamped with what the entry
     /// records, so a thumbnail the desktop made of the file since (it was downloaded and
-    /// edited, say) stays.
-    /// `placeholders` are the paths of today's placeholders, which saves a state-DB lookup for
-    /// each of them; an item that is no placeholder now (downloaded, deleted) is looked up.
+    /// edited, say) stays. `placeholders` are today's placeholders' paths, which saves a
+    /// state-DB lookup for each; an item that is no placeholder now is looked up.
     private func removeStale(placeholders: [ItemIdentifier: RemotePath]) async {
-        var stale: [ThumbnailIndex.Entry] = []
-        for (id, entry) in index.entries() {
-            let path = placeholders[id] ?? (try? provider.path(of: id)).flatMap { $0 }
-            let current = path.flatMap { target(id, at: $0) }
-            guard current.map(entry.matches) != true else { continue }
-            index.remove(id)
-            if entry.made { stale.append(entry) }
-        }
-        guard !stale.isEmpty else { return }
-        _ = await writer.run { [cache, stale] in
-            for entry in stale {
+        let entries = index.entries()
+        let located = entries.map { ($0.0, placeholders[$0.0] ?? (try? provider.path(of: $0.0)).flatMap { $0 }) }
+        guard let current = await writer.run({ located.map { id, path in path.flatMap { self.target(id, at: $0) } } }) else { return }
+        let stale = zip(entries, current).filter { entry, now in now.map(entry.1.matches) != true }.map(\.0)
+        for (id, entry) in stale { index.remove(id, ifStill: entry) }
+        let made = stale.map(\.1).filter(\.made)
+        guard !made.isEmpty else { return }
+        _ = await writer.run { [cache] in
+            for entry in made {
                 for size in ThumbnailSize.allCases
                 where cache.validThumbnail(uri: entry.uri, mtime: entry.mtime, fileSize: entry.size, size: size) {
                     unlink(cache.path(forURI: entry.uri, size: size).path)
@@ -154,8 +157,17 @@ final class ThumbnailMaker: Sendable {
         }
     }
 
+    /// The cache's view of the images at `paths` that are regular files of an image type,
+    /// looked at as the cache's owner.
+    func targets(_ paths: [(ItemIdentifier, RemotePath)]) async -> [Target] {
+        let images = paths.filter { $0.1.components.last.flatMap(ImageKind.of(name:)) != nil }
+        guard !images.isEmpty else { return [] }
+        return await writer.run { images.compactMap { self.target($0.0, at: $0.1) } } ?? []
+    }
+
     /// The cache's view of the image at `path`; nil when it is not an image type or cannot
-    /// be looked at.
+    /// be looked at. Runs on `writer`: as root it would follow a link the user put in the
+    /// path to files they may not see.
     func target(_ id: ItemIdentifier, at path: RemotePath) -> Target? {
         guard let name = path.components.last, ImageKind.of(name: name) != nil else { return nil }
         let absolute = folder.absolute(path)
@@ -177,29 +189,6 @@ final class ThumbnailMaker: Sendable {
         }
     }
 
-    /// Notes `outcome` in the index (made, or none to be had) or as a failure to try again:
-    /// after 1 minute, then 2, 4... at most 6 hours.
-    private func record(_ outcome: Outcome, for target: Target) {
-        switch outcome {
-        case .made:
-            index.set(target.id, ThumbnailIndex.Entry(target, made: true))
-            failures.withLock { _ = $0.removeValue(forKey: target.id) }
-        case .none(let why):
-            logger.debug("thumbnails: none for \(target.path): \(why)")
-            index.set(target.id, ThumbnailIndex.Entry(target, made: false))
-            failures.withLock { _ = $0.removeValue(forKey: target.id) }
-        case .failed(let why):
-            let count = failures.withLock { failures in
-                let count = (failures[target.id]?.count ?? 0) + 1
-                let delay = Duration.seconds(min(60 << min(count - 1, 9), 6 * 3600))
-                failures[target.id] = (count, ContinuousClock.now + delay)
-                return count
-            }
-            wakeNext.withLock { $0 = true }
-            logger.info("thumbnails: \(target.path): \(why); tried again later (failed \(count) time(s) in a row)")
-        }
-    }
-
     /// Renders and stores what was fetched for `target` on the writer's thread.
     private func store(_ result: Result<ThumbnailSource?, ProviderError>, for target: Target) async -> Outcome {
         let source: ThumbnailSource
@@ -213,9 +202,6 @@ final class ThumbnailMaker: Sendable {
         guard (try? provider.itemRecord(target.id))??.remoteETag == source.version else {
             return .failed("it changed on the server while its thumbnail was made")
         }
-        // Stamped with the file's mtime and size when the fetch began: a file that changed
-        // since would get a thumbnail GLib takes for the new bytes.
-        guard self.target(target.id, at: target.path) == target else { return .failed("it changed while its thumbnail was made") }
         return await writer.run { self.render(source, for: target) } ?? .failed("the daemon is stopping")
     }
 }

@@ -217,6 +217,10 @@ final class ThumbnailTests {
             try await gioThumbnail("exif.jpg", asUser: true).valid
         }
         #expect(fixture.log.contains("thumbnails go to \(cacheHome)/thumbnails, written as uid 65534, gid 65534"))
+        // The sizes not made are cleared after the ones made are stored: wait for the round's end.
+        try await eventually("the round's report (log: \(fixture.log.suffix(2000)))", timeout: .seconds(60)) {
+            fixture.log.contains("thumbnails: made for 1 image placeholder(s)")
+        }
         for size in ["normal", "large"] {
             let folder = owner(cacheHome + "/thumbnails/" + size), file = owner(cacheHome + "/thumbnails/\(size)/" + name)
             #expect(folder?.uid == 65534 && folder?.mode == 0o700, "\(size): \(String(describing: folder))")
@@ -226,6 +230,25 @@ final class ThumbnailTests {
                 "root followed the user's link and removed a file the user cannot")
         #expect(!FileManager.default.fileExists(atPath: fixture.home + "/.cache/thumbnails"), "written to the daemon's own cache")
         #expect(holdsNoData("exif.jpg"))
+        #expect(await fixture.stopDaemon() == 0)
+    }
+
+    @Test("a cache that cannot be written: no image is fetched and the log says why; asked again once it can, the thumbnail comes")
+    func unwritableCache() async throws {
+        // `normal` is a file where the cache needs a folder.
+        try FileManager.default.createDirectory(atPath: cacheHome + "/thumbnails", withIntermediateDirectories: true)
+        try Data("not a folder".utf8).write(to: URL(fileURLWithPath: cacheHome + "/thumbnails/normal"))
+        try apache.put(try await jpeg(width: 1400, height: 1000, seed: 13, exif: true), at: "exif.jpg", disk: disk)
+        try fixture.startDaemon(arguments: ["--log-level", "debug"])
+        try await eventually("the cache refused (log: \(fixture.log.suffix(2000)))", timeout: .seconds(60)) {
+            fixture.log.contains("thumbnails: cannot write \(cacheHome)/thumbnails: \(cacheHome)/thumbnails/normal is not a folder")
+        }
+        #expect(try await fixture.waitUntilIdle(seconds: 60))
+        #expect(sent("exif.jpg").gets == 0, "fetched for a cache that cannot take it: \(sent("exif.jpg"))")
+        #expect(unlink(cacheHome + "/thumbnails/normal") == 0)
+        let made = try await fixture.tidesync(["thumbnails", local("exif.jpg")])
+        #expect(made.status == 0, "\(made.output)\(made.errors)")
+        #expect(try await gioThumbnail("exif.jpg").valid && holdsNoData("exif.jpg"))
         #expect(await fixture.stopDaemon() == 0)
     }
 }

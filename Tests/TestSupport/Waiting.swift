@@ -16,11 +16,11 @@ public func waitUntil(timeout: Duration, every interval: Duration = .millisecond
 
 /// Waits until `condition` holds (see `waitUntil`); after `timeout`, records an issue
 /// naming `what` at the caller's line and throws, so the test stops there.
-public func eventually(_ what: String, timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(50),
+public func eventually(_ what: @autoclosure () -> String, timeout: Duration = .seconds(120), every interval: Duration = .milliseconds(50),
                        sourceLocation: SourceLocation = #_sourceLocation,
                        _ condition: () async throws -> Bool) async throws {
     if try await waitUntil(timeout: timeout, every: interval, condition) { return }
-    Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+    Issue.record("timed out waiting for \(what())", sourceLocation: sourceLocation)
     throw CancellationError()
 }
 
@@ -28,7 +28,7 @@ public func eventually(_ what: String, timeout: Duration = .seconds(120), every 
 /// `eventually` does) only when `progress` stood still for `stall`. For a wait whose length
 /// follows the machine's load (a thousand fsyncs beside a busy suite), where any fixed
 /// bound is either too short under load or too long to catch a hang.
-public func eventually(_ what: String, unlessStalledFor stall: Duration, progress: () throws -> Int,
+public func eventually(_ what: @autoclosure () -> String, unlessStalledFor stall: Duration, progress: () throws -> Int,
                        sourceLocation: SourceLocation = #_sourceLocation,
                        _ condition: () async throws -> Bool) async throws {
     var last = try progress()
@@ -42,7 +42,7 @@ public func eventually(_ what: String, unlessStalledFor stall: Duration, progres
             break
         }
     }
-    Issue.record("timed out waiting for \(what) (no progress for \(stall), progress at \(last))", sourceLocation: sourceLocation)
+    Issue.record("timed out waiting for \(what()) (no progress for \(stall), progress at \(last))", sourceLocation: sourceLocation)
     throw CancellationError()
 }
 

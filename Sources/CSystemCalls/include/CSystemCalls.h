@@ -1,18 +1,50 @@
-// What the SystemCalls module cannot call from Swift: a variadic `syscall` and the
-// <sys/fsuid.h> functions, which Swift's Glibc module does not import.
+// What the SystemCalls module cannot call from Swift: the raw system calls that change one
+// thread's credentials (glibc's own setgroups() and set*id() change every thread), the
+// <sys/fsuid.h> functions and capget/capset, which Swift's Glibc module does not import.
 #ifndef TIDESYNC_C_SYSTEM_CALLS_H
 #define TIDESYNC_C_SYSTEM_CALLS_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/// A thread's file-system identity as it was before `tidesync_thread_take_file_identity`.
+typedef struct {
+    uint32_t fsuid;
+    uint32_t fsgid;
+    /// The thread's supplementary groups (at most 256; more is refused).
+    uint32_t groups[256];
+    int group_count;
+    /// The thread's effective, permitted and inheritable capability sets (two 32-bit words
+    /// each, capability version 3).
+    uint32_t effective[2];
+    uint32_t permitted[2];
+    uint32_t inheritable[2];
+    /// The process's dumpable flag, which a change of file-system user clears.
+    int dumpable;
+} tidesync_file_identity;
 
 /// Makes the calling thread, and only it, open, create and remove files as user `uid` of
 /// group `gid` (no supplementary groups): its file-system user and group IDs and its group
-/// list change, so permission checks and new files' owners are that user's, and the kernel
-/// drops the thread's file capabilities (CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_FOWNER...) while
-/// its file-system user is not root. The process's other threads keep their identity:
-/// glibc's own setgroups() would change every thread, so the group list is set by the raw
-/// system call. Needs CAP_SETUID and CAP_SETGID. Returns 0, or the errno that stopped it
-/// (the thread's identity is then unknown: do not use the thread for anything else).
-int tidesync_thread_take_file_identity(uint32_t uid, uint32_t gid);
+/// list change, so permission checks and new files' owners are that user's, and the
+/// thread's file capabilities (CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_FOWNER...) are dropped from
+/// its effective set (the kernel does that when the file-system user leaves root, unless
+/// SECBIT_NO_SETUID_FIXUP is set, so it is done here explicitly too). What the thread was is
+/// saved in `saved` first. Needs CAP_SETUID and CAP_SETGID. Returns 0, or the errno that
+/// stopped it; on an error the thread's identity is put back as far as it can be, and
+/// `tidesync_thread_restore_file_identity` must still be called.
+///
+/// While the thread acts as the user it must not start threads, log through anything that
+/// may start one, or hand work to other threads: a new thread inherits its creator's
+/// credentials. A glibc set*id() or setgroups() call anywhere in the process while the
+/// thread acts as the user resets it to the process's identity.
+int tidesync_thread_take_file_identity(uint32_t uid, uint32_t gid, tidesync_file_identity *saved);
+
+/// Puts the calling thread's file-system identity, group list and capabilities back as
+/// `saved` holds them, and the process's dumpable flag. Returns 0, or the errno of the step
+/// that failed (the thread must then not be used again).
+int tidesync_thread_restore_file_identity(const tidesync_file_identity *saved);
+
+/// The calling thread's file-system user and group IDs, as the kernel reports them.
+void tidesync_thread_file_ids(uint32_t *fsuid, uint32_t *fsgid);
 
 #endif
