@@ -22,6 +22,15 @@ public protocol PreviewLocator: Sendable {
     func preview(in prefix: [UInt8], fileSize: Int64) -> EmbeddedPreview
 }
 
+/// A store whose server makes previews of its files (Nextcloud): cheaper than fetching a
+/// whole image, so asked after the embedded preview and before the whole file.
+public protocol ServerPreviews: Sendable {
+    /// A PNG or JPEG preview of the file at `path` fitting `longSide` pixels, made by the
+    /// server from `version`; nil when the server has none for it. Throws
+    /// `versionNoLongerAvailable` when the file is no longer `version`.
+    func serverPreview(of path: RemotePath, version: ETag, longSide: Int) async throws(ProviderError) -> [UInt8]?
+}
+
 /// How `fetchThumbnails` fetches.
 public struct ThumbnailFetchOptions: Sendable {
     /// The first bytes read to look for an embedded preview: 64 KiB holds a JPEG's whole
@@ -34,6 +43,8 @@ public struct ThumbnailFetchOptions: Sendable {
     public var maxPreviewLength: Int64
     /// How many items are fetched at once.
     public var concurrency: Int
+    /// The long side, in pixels, asked of a server that makes previews (`ServerPreviews`).
+    public var serverPreviewSide = 256
 
     public init(prefixLength: Int64 = 64 << 10, maxWholeFetch: Int64 = 8 << 20, maxPreviewLength: Int64 = 4 << 20,
                 concurrency: Int = 4) {
@@ -46,7 +57,14 @@ public struct ThumbnailFetchOptions: Sendable {
 
 /// The encoded image a thumbnail is made from.
 public struct ThumbnailSource: Sendable, Equatable {
-    public enum Origin: String, Sendable { case embedded, whole }
+    public enum Origin: String, Sendable {
+        /// A preview the image carries; turned as the image's EXIF orientation says.
+        case embedded
+        /// The whole image; turned as its EXIF orientation says.
+        case whole
+        /// A preview the server made (`ServerPreviews`), already upright.
+        case server
+    }
     /// The encoded bytes: the embedded preview, or the whole file.
     public var bytes: [UInt8]
     public var origin: Origin
@@ -116,6 +134,13 @@ extension SyncProvider {
             let bytes = range.end <= Int64(prefix.count) ? Array(prefix[Int(range.offset)..<Int(range.end)]) : try await get(range)
             return ThumbnailSource(bytes: bytes, origin: .embedded, version: version, fetched: fetched,
                                    header: Array(prefix.prefix(Int(options.prefixLength))))
+        }
+        let header = Array(prefix.prefix(Int(options.prefixLength)))
+        if let server = store as? any ServerPreviews,
+           let preview = try await server.serverPreview(of: path, version: version, longSide: options.serverPreviewSide) {
+            guard preview.count <= options.maxPreviewLength else { return nil }
+            fetched += Int64(preview.count)
+            return ThumbnailSource(bytes: preview, origin: .server, version: version, fetched: fetched, header: header)
         }
         guard size <= options.maxWholeFetch else { return nil }
         if Int64(prefix.count) < size {

@@ -14,6 +14,8 @@ struct MultistatusResponse: Sendable {
     var symlinkTarget: String?
     /// `oc:checksums`: the `oc:checksum` values, space-separated.
     var checksums: String?
+    /// `nc:has-preview` (Nextcloud): whether the server can make a preview of the file.
+    var hasPreview: Bool?
     /// True once a propstat with status 200 described this response.
     var described = false
 }
@@ -24,6 +26,7 @@ struct MultistatusResponse: Sendable {
 final class MultistatusParser: NSObject, XMLParserDelegate {
     static let ownCloudNamespace = "http://owncloud.org/ns"
     static let tidesyncNamespace = "https://tidesync.org/ns/1"
+    static let nextcloudNamespace = "http://nextcloud.org/ns"
 
     private(set) var responses: [MultistatusResponse] = []
     private var current: MultistatusResponse?
@@ -59,7 +62,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
     /// keeps a 100 000-entry walk's parse to the XML's own cost.)
     enum Tag: Equatable {
         case multistatus, response, propstat, prop, status, href, resourcetype, collection
-        case contentLength, etag, lastModified, fileID, symlinkTarget, checksums, checksum, other
+        case contentLength, etag, lastModified, fileID, symlinkTarget, checksums, checksum, hasPreview, other
 
         init(_ name: String, namespace: String?) {
             switch namespace {
@@ -87,6 +90,8 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
                 }
             case MultistatusParser.tidesyncNamespace:
                 self = name == "symlink-target" ? .symlinkTarget : .other
+            case MultistatusParser.nextcloudNamespace:
+                self = name == "has-preview" ? .hasPreview : .other
             default: self = .other
             }
         }
@@ -137,6 +142,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         case .etag where inProp: pending.etag = value
         case .lastModified where inProp: pending.lastModified = value
         case .fileID where inProp: pending.fileID = value
+        case .hasPreview where inProp: pending.hasPreview = value == "true" || value == "1"
         case .symlinkTarget where inProp: pending.symlinkTarget = text
         case .checksum where path.last == .checksums && !value.isEmpty:
             pending.checksums = pending.checksums.map { $0 + " " + value } ?? value
@@ -172,6 +178,7 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         current!.fileID = pending.fileID ?? current!.fileID
         current!.symlinkTarget = pending.symlinkTarget ?? current!.symlinkTarget
         current!.checksums = pending.checksums ?? current!.checksums
+        current!.hasPreview = pending.hasPreview ?? current!.hasPreview
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) {

@@ -18,6 +18,8 @@ final class FakeDAVServer: Sendable {
         var status: Int
         var headers: [(String, String)] = []
         var body = ""
+        /// When set, the body sent instead of `body` (binary answers: an image).
+        var bytes: [UInt8]? = nil
         /// When set, the answer (head and body) is sent this many bytes a second, one
         /// byte at a time: a server that trickles.
         var bytesPerSecond: Int? = nil
@@ -112,12 +114,12 @@ final class FakeDAVServer: Sendable {
             log.withLock { $0.append(request) }
             let response = respond(request)
             if response.hangUp { return }
-            var text = "HTTP/1.1 \(response.status) Fake\r\nServer: FakeDAV/1.0\r\nContent-Length: \(response.body.utf8.count)\r\n"
+            let body = response.bytes ?? Array(response.body.utf8)
+            var text = "HTTP/1.1 \(response.status) Fake\r\nServer: FakeDAV/1.0\r\nContent-Length: \(body.count)\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
-            text += "\r\n" + response.body
-            let bytes = Array(text.utf8)
+            let bytes = Array((text + "\r\n").utf8) + body
             var sent = 0
-            let trickleFrom = response.trickleBodyOnly ? bytes.count - response.body.utf8.count : 0
+            let trickleFrom = response.trickleBodyOnly ? bytes.count - body.count : 0
             while sent < bytes.count {
                 let piece = response.bytesPerSecond == nil ? bytes.count - sent : sent < trickleFrom ? trickleFrom - sent : 1
                 let n = bytes[sent..<sent + piece].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
