@@ -74,13 +74,12 @@ public enum ThumbnailRenderer {
         return Array(UnsafeBufferPointer(start: bytes, count: out.count))
     }
 
-    /// Decodes a JPEG or PNG, scales it to fit `size` (never enlarging it), turns it upright
-    /// as `orientation` says (the image file's, which an embedded preview shares) and encodes
-    /// the cache's PNG: tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes),
+    /// Decodes a JPEG or PNG, scales it to fit `size` (never enlarging it) and encodes the
+    /// cache's PNG: tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes),
     /// `Thumb::Mimetype` when given, and `Software`.
     public static func cachePNG(from encoded: [UInt8], size: ThumbnailSize, uri: String, mtime: Int64,
-                                fileSize: Int64, mimeType: String?, orientation: ExifOrientation = .up) throws(ThumbnailError) -> [UInt8] {
-        let image = try decode(encoded, fitting: size.pixels).oriented(orientation)
+                                fileSize: Int64, mimeType: String?) throws(ThumbnailError) -> [UInt8] {
+        let image = try decode(encoded, fitting: size.pixels)
         var text: [(key: String, value: String)] = [("Thumb::URI", uri), ("Thumb::MTime", String(mtime)),
                                                     ("Thumb::Size", String(fileSize))]
         if let mimeType { text.append(("Thumb::Mimetype", mimeType)) }
