@@ -90,16 +90,34 @@ public enum ThumbnailRenderer {
     }
 
     /// Decodes a JPEG or PNG, scales it to fit `size` (never enlarging it) and encodes the
-    /// cache's PNG: tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes),
-    /// `Thumb::Mimetype` when given, and `Software`.
+    /// cache's PNG, as `cachePNGs` does for one size, stored upright.
     public static func cachePNG(from encoded: [UInt8], size: ThumbnailSize, uri: String, mtime: Int64,
                                 fileSize: Int64, mimeType: String?) throws(ThumbnailError) -> [UInt8] {
-        let image = try decode(encoded, fitting: size.pixels)
+        let made = try cachePNGs(from: encoded, sizes: [size], uri: uri, mtime: mtime, fileSize: fileSize,
+                                 mimeType: mimeType, orientation: .up)
+        return made[0].png
+    }
+
+    /// Decodes a JPEG or PNG once, fitting the largest of `sizes`, turns it upright as
+    /// `orientation` says (read from the file's own first bytes: it applies to its embedded
+    /// preview too), and encodes the cache's PNG for each size, in the order given: each
+    /// scaled to fit (never enlarged) by area averaging the largest one's pixels. Each has
+    /// tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes), `Thumb::Mimetype`
+    /// when given, and `Software`. No sizes: nothing is decoded.
+    public static func cachePNGs(from encoded: [UInt8], sizes: [ThumbnailSize], uri: String, mtime: Int64,
+                                 fileSize: Int64, mimeType: String?,
+                                 orientation: ExifOrientation) throws(ThumbnailError) -> [(size: ThumbnailSize, png: [UInt8])] {
+        guard let largest = sizes.map(\.pixels).max() else { return [] }
+        let image = try decode(encoded, fitting: largest).oriented(orientation)
         var text: [(key: String, value: String)] = [("Thumb::URI", uri), ("Thumb::MTime", String(mtime)),
                                                     ("Thumb::Size", String(fileSize))]
         if let mimeType { text.append(("Thumb::Mimetype", mimeType)) }
         text.append(("Software", "tidesync"))
-        return try encodePNG(image, text: text)
+        var made: [(size: ThumbnailSize, png: [UInt8])] = []
+        for size in sizes {
+            made.append((size, try encodePNG(image.shrunk(fitting: size.pixels), text: text)))
+        }
+        return made
     }
 
     /// Maps a codec status to an error.

@@ -84,6 +84,16 @@ int tsc_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, uint3
                    const char *const *keys, const char *const *values, size_t text_count,
                    tsc_buffer *out);
 
+/// The size that fits `width` x `height` into `fit` on the long side (rounded, at least 1),
+/// never larger; 0 keeps the size. Every decoder fits its output with it.
+void tsc_fit(uint32_t width, uint32_t height, uint32_t fit, uint32_t *out_width, uint32_t *out_height);
+
+/// Shrinks `pixels` (`width * height * channels` bytes, rows top to bottom) by area averaging
+/// to `out_width` x `out_height` (each clamped to the input's), into `image`'s pixels, width,
+/// height and channels; the source size fields are left for the caller.
+int tsc_shrink(const uint8_t *pixels, uint32_t width, uint32_t height, uint32_t channels,
+               uint32_t out_width, uint32_t out_height, tsc_image *image);
+
 /// Releases memory returned by this module.
 void tsc_free(void *pointer);
 
