@@ -1,5 +1,12 @@
-// libjpeg's default error_exit calls exit(): the error manager here jumps back instead, and
-// treats a file cut short (libjpeg's "premature end" warning) as an error too.
+// libjpeg's default error_exit calls exit(): the error manager here jumps back instead.
+//
+// Data cut short: libjpeg pads missing entropy data with zeros and still returns every
+// scanline, so "every row was read" does not mean "every row is real". When the data ends,
+// libjpeg warns JWRN_JPEG_EOF and makes up an EOI marker; when the Huffman decoder then needs
+// bits past it, it warns JWRN_HIT_MARKER. The second is fatal here (those rows would be
+// grey); the first alone means the EOI marker is all that is missing, which many cameras'
+// previews and cut downloads of whole images show, and the image decodes (see
+// `whole_without_end` for the cases where that cannot be told).
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +23,17 @@ typedef struct {
 } jpeg_failure;
 
 /// Everything that changes after setjmp lives here, on the heap, so a longjmp leaves it valid.
+/// `info.client_data` points back at the job.
 typedef struct {
     struct jpeg_decompress_struct info;
     jpeg_failure failure;
+    struct jpeg_progress_mgr progress;
+    uint32_t max_scans;
+    /// The data ended before an EOI marker (libjpeg warned JWRN_JPEG_EOF).
+    int hit_end;
     tsc_shrinker shrinker;
     JSAMPLE *row;
     uint8_t *rgb;
-    int status;
 } jpeg_job;
 
 static void fail_exit(j_common_ptr info) {
@@ -31,12 +42,44 @@ static void fail_exit(j_common_ptr info) {
     longjmp(failure->jump, 1);
 }
 
-static void fail_on_end_of_data(j_common_ptr info, int level) {
-    if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) fail_exit(info);
-    if (level < 0) info->err->num_warnings++;
+/// Warnings (level -1) are counted, except the two that mean the data ended (see above).
+static void judge_warning(j_common_ptr info, int level) {
+    if (level >= 0) return;
+    jpeg_job *job = info->client_data;
+    if (info->err->msg_code == JWRN_HIT_MARKER) fail_exit(info);
+    if (info->err->msg_code == JWRN_JPEG_EOF) job->hit_end = 1;
+    info->err->num_warnings++;
 }
 
 static void say_nothing(j_common_ptr info) { (void)info; }
+
+/// libjpeg's progress hook, called while scans are read: every scan of a progressive JPEG is
+/// a pass over all its coefficients, so a file of thousands of tiny scans would take minutes.
+static void limit_scans(j_common_ptr info) {
+    jpeg_job *job = info->client_data;
+    if (job->max_scans == 0 || (uint32_t)job->info.input_scan_number <= job->max_scans) return;
+    snprintf(job->failure.message, sizeof job->failure.message, "more than %u scans", (unsigned int)job->max_scans);
+    info->err->msg_code = 0;
+    longjmp(job->failure.jump, 1);
+}
+
+/// After every scanline was read from data that ended without EOI: whether the image is whole.
+/// A single scan cut short would have warned JWRN_HIT_MARKER; a progressive JPEG cut between
+/// scans is whole enough when every coefficient of every component came at some precision
+/// (only refinement scans missing). A multi-scan sequential JPEG cut between scans, or an
+/// arithmetic-coded one (which pads with zeros without a warning), cannot be told from a
+/// whole one: refused.
+static int whole_without_end(struct jpeg_decompress_struct *info) {
+    if (info->arith_code) return 0;
+    if (!jpeg_has_multiple_scans(info)) return 1;
+    if (!info->progressive_mode || !info->coef_bits) return 0;
+    for (int component = 0; component < info->num_components; component++) {
+        for (int coefficient = 0; coefficient < DCTSIZE2; coefficient++) {
+            if (info->coef_bits[component][coefficient] < 0) return 0;
+        }
+    }
+    return 1;
+}
 
 /// The smallest DCT scale (n/8) whose output still covers `want_width` x `want_height`.
 static unsigned int scale_eighths(uint32_t width, uint32_t height, uint32_t want_width, uint32_t want_height) {
@@ -106,10 +149,19 @@ static int read_rows(jpeg_job *job, uint32_t want_width, uint32_t want_height) {
 static int decode(jpeg_job *job, const uint8_t *data, size_t size, const tsc_limits *limits, tsc_image *image) {
     struct jpeg_decompress_struct *info = &job->info;
     if (setjmp(job->failure.jump)) {
+        if (job->failure.base.msg_code == JERR_NO_BACKING_STORE) {
+            snprintf(image->message, sizeof image->message, "a progressive JPEG this large needs more than %zu MiB",
+                     limits->max_memory >> 20);
+            return TSC_UNSUPPORTED;
+        }
         snprintf(image->message, sizeof image->message, "%s", job->failure.message);
         return TSC_CORRUPT;
     }
     jpeg_create_decompress(info);
+    info->client_data = job;
+    info->progress = &job->progress;
+    // libjpeg-turbo has no backing store: past this, realizing the coefficient arrays fails
+    // with JERR_NO_BACKING_STORE instead of allocating.
     info->mem->max_memory_to_use = (long)limits->max_memory;
     jpeg_mem_src(info, data, (unsigned long)size);
     jpeg_read_header(info, TRUE);
@@ -118,9 +170,14 @@ static int decode(jpeg_job *job, const uint8_t *data, size_t size, const tsc_lim
     if (status != TSC_OK) return status;
     status = read_rows(job, want_width, want_height);
     if (status != TSC_OK) return status;
+    if (job->hit_end && !whole_without_end(info)) {
+        snprintf(image->message, sizeof image->message, "Premature end of JPEG file");
+        return TSC_CORRUPT;
+    }
     status = tsc_shrinker_finish(&job->shrinker, image);
     if (status != TSC_OK) return status;
-    jpeg_finish_decompress(info);
+    // Every scanline is in: what follows (an EOI marker, or nothing) is not read.
+    jpeg_abort_decompress(info);
     return TSC_OK;
 }
 
@@ -130,8 +187,10 @@ int tsc_jpeg_decode(const uint8_t *data, size_t size, const tsc_limits *limits, 
     if (!job) return TSC_NO_MEMORY;
     job->info.err = jpeg_std_error(&job->failure.base);
     job->failure.base.error_exit = fail_exit;
-    job->failure.base.emit_message = fail_on_end_of_data;
+    job->failure.base.emit_message = judge_warning;
     job->failure.base.output_message = say_nothing;
+    job->progress.progress_monitor = limit_scans;
+    job->max_scans = limits->max_scans;
     int status = decode(job, data, size, limits, image);
     if (status != TSC_OK) {
         tsc_free(image->pixels);

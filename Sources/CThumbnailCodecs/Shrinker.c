@@ -101,4 +101,14 @@ void tsc_shrinker_release(tsc_shrinker *shrinker) {
     shrinker->out = NULL;
 }
 
+int tsc_shrink(const uint8_t *pixels, uint32_t width, uint32_t height, uint32_t channels,
+               uint32_t out_width, uint32_t out_height, tsc_image *image) {
+    memset(image, 0, sizeof *image);
+    tsc_shrinker shrinker;
+    int status = tsc_shrinker_start(&shrinker, width, height, out_width, out_height, channels);
+    if (status != TSC_OK) return status;
+    for (uint32_t y = 0; y < height; y++) tsc_shrinker_push(&shrinker, pixels + (size_t)y * width * channels);
+    return tsc_shrinker_finish(&shrinker, image);
+}
+
 void tsc_free(void *pointer) { free(pointer); }

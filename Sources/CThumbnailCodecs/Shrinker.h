@@ -16,9 +16,6 @@ typedef struct {
     uint8_t *out;             // out_width * out_height * channels
 } tsc_shrinker;
 
-/// The size that fits `width` x `height` into `fit` on the long side, never larger.
-void tsc_fit(uint32_t width, uint32_t height, uint32_t fit, uint32_t *out_width, uint32_t *out_height);
-
 /// Allocates for shrinking `in` to `out` (each no larger than `in`); TSC_NO_MEMORY on failure.
 int tsc_shrinker_start(tsc_shrinker *shrinker, uint32_t in_width, uint32_t in_height,
                        uint32_t out_width, uint32_t out_height, uint32_t channels);

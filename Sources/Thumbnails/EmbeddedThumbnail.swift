@@ -33,13 +33,7 @@ public enum EmbeddedThumbnail {
         let window = ByteWindow(prefix, fileSize: fileSize)
         var found: [Preview] = []
         do throws(ParseStop) {
-            let base: Int?
-            switch ImageKind.sniff(Array(window.bytes.prefix(8))) {
-            case .jpeg: base = try exifBase(in: window)
-            case .tiff: base = 0
-            default: base = nil
-            }
-            guard let base else { return .none }
+            guard let base = try tiffBase(in: window) else { return .none }
             try collect(TIFFStructure(window, base: base), into: &found)
         } catch .needMore(let end) where found.isEmpty {
             guard end > window.bytes.count, end - window.bytes.count <= maximumFurther else { return .none }
@@ -50,6 +44,16 @@ public enum EmbeddedThumbnail {
         }
         guard let best = choose(among: found, longSide: longSide) else { return .none }
         return .found(offset: best.offset, length: best.length)
+    }
+
+    /// The offset of the TIFF structure: in a JPEG's Exif segment, or 0 in a TIFF; nil in a
+    /// JPEG without EXIF or another kind of file.
+    static func tiffBase(in window: ByteWindow) throws(ParseStop) -> Int? {
+        switch ImageKind.sniff(Array(window.bytes.prefix(8))) {
+        case .jpeg: try exifBase(in: window)
+        case .tiff: 0
+        default: nil
+        }
     }
 
     /// The offset of the TIFF header in a JPEG's APP1 "Exif" segment, or nil when the image

@@ -22,9 +22,23 @@ public enum ThumbnailRenderer {
     /// The most pixels a side, and the most pixels in all, of an image that is decoded.
     public static let maximumSide = 30_000
     public static let maximumPixels = 200_000_000
-    /// The most bytes libjpeg may allocate (a progressive JPEG's coefficients), and the
-    /// largest interlaced PNG read whole.
-    public static let maximumMemory = 256 << 20
+    /// The most bytes libjpeg may allocate, and the largest interlaced PNG read whole.
+    ///
+    /// A baseline JPEG needs little whatever its size: libjpeg keeps a few rows of 8x8 blocks,
+    /// and DCT scaling (1/8 for a 200-megapixel photo shrunk to 1024) shrinks them further. A
+    /// progressive (or multi-scan) JPEG is another matter: libjpeg keeps every DCT coefficient
+    /// until its last scan, 128 bytes per block per component, whatever the scale — 3 bytes a
+    /// pixel at 4:2:0 and 6 at 4:4:4, so 600 MB for 200 megapixels even at 1/8, and a 4 MiB
+    /// file can claim that size in its header. 64 MiB admits progressive JPEGs of up to about
+    /// 22 megapixels (4:2:0), more than any embedded preview and most progressive photos
+    /// within `thumbnail_max_fetch` (8 MiB by default); larger ones get no thumbnail rather
+    /// than letting one header take hundreds of megabytes.
+    public static let maximumMemory = 64 << 20
+    /// The most scans a JPEG may have; more is refused as corrupt. Each scan of a progressive
+    /// JPEG is a pass over all its coefficients, so a hostile file of thousands of tiny scans
+    /// costs minutes of CPU; libjpeg-turbo advises a limit for untrusted input (`djpeg
+    /// -maxscans`), and real encoders write at most a few dozen.
+    public static let maximumScans = 500
 
     /// Decodes a JPEG or PNG, shrunk to fit `longSide` pixels on its long side (never
     /// enlarged; 0 keeps its size). A header past the limits is refused before any pixel is
@@ -33,7 +47,8 @@ public enum ThumbnailRenderer {
         let kind = ImageKind.sniff(Array(encoded.prefix(8)))
         guard kind == .jpeg || kind == .png else { throw .notAnImage }
         var limits = tsc_limits(max_side: UInt32(maximumSide), max_pixels: UInt64(maximumPixels),
-                                fit: UInt32(clamping: max(0, longSide)), max_memory: maximumMemory)
+                                fit: UInt32(clamping: max(0, longSide)), max_memory: maximumMemory,
+                                max_scans: UInt32(maximumScans))
         var image = tsc_image()
         let status = encoded.withUnsafeBufferPointer { bytes in
             kind == .jpeg ? tsc_jpeg_decode(bytes.baseAddress, bytes.count, &limits, &image)
@@ -75,16 +90,34 @@ public enum ThumbnailRenderer {
     }
 
     /// Decodes a JPEG or PNG, scales it to fit `size` (never enlarging it) and encodes the
-    /// cache's PNG: tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes),
-    /// `Thumb::Mimetype` when given, and `Software`.
+    /// cache's PNG, as `cachePNGs` does for one size, stored upright.
     public static func cachePNG(from encoded: [UInt8], size: ThumbnailSize, uri: String, mtime: Int64,
                                 fileSize: Int64, mimeType: String?) throws(ThumbnailError) -> [UInt8] {
-        let image = try decode(encoded, fitting: size.pixels)
+        let made = try cachePNGs(from: encoded, sizes: [size], uri: uri, mtime: mtime, fileSize: fileSize,
+                                 mimeType: mimeType, orientation: .up)
+        return made[0].png
+    }
+
+    /// Decodes a JPEG or PNG once, fitting the largest of `sizes`, turns it upright as
+    /// `orientation` says (read from the file's own first bytes: it applies to its embedded
+    /// preview too), and encodes the cache's PNG for each size, in the order given: each
+    /// scaled to fit (never enlarged) by area averaging the largest one's pixels. Each has
+    /// tEXt `Thumb::URI`, `Thumb::MTime` (seconds), `Thumb::Size` (bytes), `Thumb::Mimetype`
+    /// when given, and `Software`. No sizes: nothing is decoded.
+    public static func cachePNGs(from encoded: [UInt8], sizes: [ThumbnailSize], uri: String, mtime: Int64,
+                                 fileSize: Int64, mimeType: String?,
+                                 orientation: ExifOrientation) throws(ThumbnailError) -> [(size: ThumbnailSize, png: [UInt8])] {
+        guard let largest = sizes.map(\.pixels).max() else { return [] }
+        let image = try decode(encoded, fitting: largest).oriented(orientation)
         var text: [(key: String, value: String)] = [("Thumb::URI", uri), ("Thumb::MTime", String(mtime)),
                                                     ("Thumb::Size", String(fileSize))]
         if let mimeType { text.append(("Thumb::Mimetype", mimeType)) }
         text.append(("Software", "tidesync"))
-        return try encodePNG(image, text: text)
+        var made: [(size: ThumbnailSize, png: [UInt8])] = []
+        for size in sizes {
+            made.append((size, try encodePNG(image.shrunk(fitting: size.pixels), text: text)))
+        }
+        return made
     }
 
     /// Maps a codec status to an error.

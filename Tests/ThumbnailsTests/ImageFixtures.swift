@@ -38,13 +38,16 @@ final class ImageFolder {
         return result.output
     }
 
-    /// A `width` x `height` JPEG made by cjpeg from a gradient PPM; its path.
-    func jpeg(_ name: String, width: Int, height: Int, arguments: [String] = []) throws -> String {
+    /// A `width` x `height` JPEG made by cjpeg from a PPM of `pattern` (RGB by column and
+    /// row; a gradient by default); its path.
+    func jpeg(_ name: String, width: Int, height: Int, arguments: [String] = [],
+              pattern: ((Int, Int) -> [UInt8])? = nil) throws -> String {
         let ppm = "\(path)/\(name).ppm", jpeg = "\(path)/\(name)"
+        let gradient = { (x: Int, y: Int) in [UInt8(x * 255 / max(1, width - 1)), UInt8(y * 255 / max(1, height - 1)), UInt8((x ^ y) & 0xFF)] }
         var bytes = Array("P6\n\(width) \(height)\n255\n".utf8)
         bytes.reserveCapacity(bytes.count + width * height * 3)
         for y in 0..<height {
-            for x in 0..<width { bytes += [UInt8(x * 255 / max(1, width - 1)), UInt8(y * 255 / max(1, height - 1)), UInt8((x ^ y) & 0xFF)] }
+            for x in 0..<width { bytes += (pattern ?? gradient)(x, y) }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: ppm))
         try Self.run("cjpeg", arguments + ["-outfile", jpeg, ppm])

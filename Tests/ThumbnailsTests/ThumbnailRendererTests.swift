@@ -52,6 +52,34 @@ struct ThumbnailRendererTests {
         }
     }
 
+    @Test("one decode gives every size asked for, in that order, each as cachePNG alone would fit it")
+    func manySizes() throws {
+        let folder = try ImageFolder()
+        let sources = [(try folder.jpeg("photo.jpg", width: 1800, height: 1200), 1800, 1200),
+                       (try folder.png("rgba.png", width: 700, height: 350, channels: 4), 700, 350)]
+        let sizes: [ThumbnailSize] = [.normal, .xxLarge, .large, .xLarge]
+        for (path, width, height) in sources {
+            let bytes = try ImageFolder.bytes(path)
+            let made = try ThumbnailRenderer.cachePNGs(from: bytes, sizes: sizes, uri: "file:///p/x", mtime: 7, fileSize: 9,
+                                                       mimeType: nil, orientation: .up)
+            #expect(made.map(\.size) == sizes)
+            for (size, png) in made {
+                let scale = min(1.0, Double(size.pixels) / Double(max(width, height)))
+                let expected = [Int((Double(width) * scale).rounded()), Int((Double(height) * scale).rounded())]
+                #expect(Array(try independentlyDecoded(png, in: folder).prefix(2)) == expected, "\(path) at \(size)")
+                #expect(PNGText.entries(in: png)?.first?.key == "Thumb::URI")
+                // Shrunk from the largest decode, the pixels are those of a decode at this size
+                // but for rounding.
+                let alone = try ThumbnailRenderer.decode(try ThumbnailRenderer.cachePNG(from: bytes, size: size, uri: "u", mtime: 7,
+                                                                                       fileSize: 9, mimeType: nil), fitting: 0)
+                let shrunk = try ThumbnailRenderer.decode(png, fitting: 0)
+                let difference = zip(alone.pixels, shrunk.pixels).reduce(0) { $0 + abs(Int($1.0) - Int($1.1)) }
+                #expect(alone.pixels.count == shrunk.pixels.count && difference / max(1, alone.pixels.count) < 4, "\(path) at \(size)")
+            }
+        }
+        #expect(try ThumbnailRenderer.cachePNGs(from: [], sizes: [], uri: "u", mtime: 0, fileSize: 0, mimeType: nil, orientation: .up).isEmpty)
+    }
+
     @Test("the shrunk pixels are the source's colours, not noise")
     func pixelsAreAveraged() throws {
         let folder = try ImageFolder()

@@ -5,8 +5,10 @@
 // Memory contract: a decoder allocates only after it has read the header and checked the
 // dimensions against its limits, and then memory follows the output size (the image is
 // shrunk by area averaging while its rows are read), not the image's size; the exceptions
-// are a progressive JPEG (libjpeg keeps its coefficients, bounded by `max_memory`) and an
-// interlaced PNG (read whole, refused when it would take more than `max_memory`).
+// are a progressive or multi-scan JPEG (libjpeg keeps all its coefficients, whatever the DCT
+// scale: refused as unsupported past `max_memory`) and an interlaced PNG (read whole, refused
+// when it would take more than `max_memory`). CPU time is bounded too: a JPEG of more scans
+// than `max_scans` is refused, as each scan is a pass over the whole image.
 #ifndef TIDESYNC_THUMBNAIL_CODECS_H
 #define TIDESYNC_THUMBNAIL_CODECS_H
 
@@ -37,6 +39,9 @@ typedef struct {
     /// The most bytes the library itself may allocate (libjpeg's memory limit; the full
     /// buffer of an interlaced PNG).
     size_t max_memory;
+    /// The most scans a JPEG may have (libjpeg-turbo's advice for untrusted input, as
+    /// `djpeg -maxscans`); 0 for no limit.
+    uint32_t max_scans;
 } tsc_limits;
 
 /// A decoded image: 8-bit samples, rows top to bottom, no padding.
@@ -65,7 +70,8 @@ typedef struct {
 
 /// Decodes the JPEG in `data` to RGB (grayscale and CMYK converted), using libjpeg's DCT
 /// scaling to decode at the smallest size still at least `limits->fit`. A file cut short is
-/// an error, not an image with a grey bottom.
+/// an error, not an image with a grey bottom; one that lacks only its EOI marker (every
+/// coefficient present) decodes.
 int tsc_jpeg_decode(const uint8_t *data, size_t size, const tsc_limits *limits, tsc_image *image);
 
 /// Decodes the PNG in `data` to RGB or RGBA (palette, low bit depths and transparency
@@ -77,6 +83,16 @@ int tsc_png_decode(const uint8_t *data, size_t size, const tsc_limits *limits, t
 int tsc_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, uint32_t channels,
                    const char *const *keys, const char *const *values, size_t text_count,
                    tsc_buffer *out);
+
+/// The size that fits `width` x `height` into `fit` on the long side (rounded, at least 1),
+/// never larger; 0 keeps the size. Every decoder fits its output with it.
+void tsc_fit(uint32_t width, uint32_t height, uint32_t fit, uint32_t *out_width, uint32_t *out_height);
+
+/// Shrinks `pixels` (`width * height * channels` bytes, rows top to bottom) by area averaging
+/// to `out_width` x `out_height` (each clamped to the input's), into `image`'s pixels, width,
+/// height and channels; the source size fields are left for the caller.
+int tsc_shrink(const uint8_t *pixels, uint32_t width, uint32_t height, uint32_t channels,
+               uint32_t out_width, uint32_t out_height, tsc_image *image);
 
 /// Releases memory returned by this module.
 void tsc_free(void *pointer);
