@@ -10,14 +10,13 @@ extension ThumbnailMaker {
     /// thumbnail for the new bytes. Runs on `writer`.
     func render(_ source: ThumbnailSource, for target: Target) -> Outcome {
         guard self.target(target.id, at: target.path) == target else { return .failed("it changed while its thumbnail was made") }
-        // The file's own orientation: a preview is stored as the camera stored the image.
-        let orientation = EmbeddedThumbnail.orientation(in: source.header.isEmpty ? Array(source.bytes.prefix(64 << 10)) : source.header)
+        // The file's own orientation: a preview is stored as the camera stored the image; a
+        // server's preview is upright already.
+        let orientation = source.origin == .server ? .up : EmbeddedThumbnail.orientation(in: source.header)
         do throws(ThumbnailError) {
-            for size in Self.sizes {
-                let png = try ThumbnailRenderer.cachePNG(from: source.bytes, size: size, uri: target.uri, mtime: target.mtime,
-                                                         fileSize: target.size, mimeType: nil, orientation: orientation)
-                try cache.store(png, forURI: target.uri, size: size)
-            }
+            let made = try ThumbnailRenderer.cachePNGs(from: source.bytes, sizes: Self.sizes, uri: target.uri, mtime: target.mtime,
+                                                       fileSize: target.size, mimeType: nil, orientation: orientation)
+            for (size, png) in made { try cache.store(png, forURI: target.uri, size: size) }
         } catch {
             if case .cache = error { return .cacheFailed(error.description) }
             return .none(error.description)
