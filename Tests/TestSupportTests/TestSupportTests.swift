@@ -38,7 +38,10 @@ struct TestSupportTests {
     @Test("waitUntil ends once the condition holds, and says false at its deadline when it never does")
     func waits() async throws {
         var rounds = 0
-        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(1)) { rounds += 1; return rounds == 3 })
+        // An hour, not a minute: beside CPU hogs and the whole suite, a 1 ms sleep on Swift's
+        // starved cooperative threads once took over 60 s (fresh-clone hog run of c7b4569), and
+        // the wait rightly said false after two rounds. The suite's own timeout bounds it.
+        #expect(try await waitUntil(timeout: .seconds(3600), every: .milliseconds(1)) { rounds += 1; return rounds == 3 })
         #expect(rounds == 3)
         #expect(try await !waitUntil(timeout: .milliseconds(20), every: .milliseconds(5)) { false })
     }
