@@ -85,12 +85,11 @@ extension ThumbnailMaker {
     /// Why the cache cannot take thumbnails now, or nil. Runs on `writer`.
     func cacheProblem() -> String? {
         for size in Self.sizes {
-            var partial = ""
-            for component in cache.root.appendingPathComponent(size.rawValue).path.split(separator: "/") {
-                partial += "/" + component
-                if mkdir(partial, 0o700) != 0 && errno != EEXIST { return "cannot make \(partial): \(String(cString: strerror(errno)))" }
-                var info = stat()
-                if stat(partial, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR { return "\(partial) is not a folder" }
+            do throws(ThumbnailError) {
+                try ThumbnailCache.makeFolders(cache.root.appendingPathComponent(size.rawValue).path)
+            } catch {
+                if case .cache(let reason) = error { return reason }
+                return error.description
             }
         }
         var template = Array("\(cache.root.path)/\(ThumbnailSize.normal.rawValue)/.tidesync-probe.XXXXXX".utf8CString)

@@ -2,12 +2,15 @@
 import Glibc
 
 extension ThumbnailCache {
-    /// Makes `path` and its missing parents, each 0700; existing ones are left as they are.
-    static func makeFolders(_ path: String) throws(ThumbnailError) {
+    /// Makes `path` and its missing parents, each 0700; existing ones are left as they are,
+    /// and one that is no folder is refused.
+    public static func makeFolders(_ path: String) throws(ThumbnailError) {
         var partial = ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
             partial += "/" + component
             if mkdir(partial, 0o700) != 0 && errno != EEXIST { throw failure("make folder \(partial)") }
+            var info = stat()
+            if stat(partial, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR { throw .cache("\(partial) is not a folder") }
         }
     }
 
