@@ -9,14 +9,15 @@ extension WebDAVStore {
     /// Whether the server writes a PUT's body into the file itself as it arrives (WsgiDAV,
     /// golang.org/x/net/webdav) instead of a temporary it renames when the body is complete
     /// (Apache, nginx, lighttpd): `scratch` is given 8 bytes, then a PUT of 128 KiB sends
-    /// half its body and holds the rest (a second at most) while `scratch` is looked at on
-    /// another connection, for about 250 ms (each moment of a probe is one more in which a
-    /// `kill -9` leaves its scratch file on the server: a fresh-clone run caught that). Conditional headers cannot guard such a server's
-    /// writes whole: an upload cut short (a network drop, a file changed while it was sent)
-    /// leaves a truncated file that other clients download as the new version. Only a size
-    /// that changes says "in place": a busy server that has not begun the PUT yet, or one
-    /// whose size cannot be read, is taken for an atomic one, as every server was before
-    /// this probe.
+    /// half its body and holds the rest while `scratch` is looked at on another connection
+    /// (`heldPutLook`). Conditional headers cannot guard such a server's writes whole: an
+    /// upload cut short (a network drop, a file changed while it was sent) leaves a
+    /// truncated file that other clients download as the new version. Only a size that
+    /// changes says "in place"; a size that did not change is evidence only when the server
+    /// was quick: when it answered the PUT long after the rest of the body went (a busy
+    /// machine, a server that had not begun the PUT when the looks ended), the check runs
+    /// again with a longer window, and only after that is a server that showed nothing taken
+    /// for an atomic one, as every server was before this probe.
     func writesInPlace(_ scratch: RemotePath) async throws(ProviderError) -> Bool {
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
         guard (200..<300).contains(before.code) else {
@@ -24,7 +25,30 @@ extension WebDAVStore {
             logger.info("could not check whether the server's PUT is atomic (an 8-byte PUT was answered \(before.code)); taking it for atomic")
             return false
         }
-        guard let baseline = try? await uploadedEntry(at: scratch).size else { return false }
+        for window in Self.inPlaceWindows {
+            guard let baseline = try? await uploadedEntry(at: scratch).size else { return false }
+            let look = await heldPutLook(scratch, baseline: baseline, window: window)
+            if look.changed { return true }
+            if look.answerDelay <= Self.quickAnswer { return false }
+            logger.info("the server answered the PUT that checks whether its PUT is atomic \(look.answerDelay) after its body ended; looking again for longer")
+        }
+        logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic")
+        return false
+    }
+
+    /// How long the looks at the scratch file last, first and second time (the first is
+    /// short: each moment of a probe is one more in which a `kill -9` leaves its scratch file
+    /// on the server), and how soon after its body ends a PUT must be answered for "nothing
+    /// changed" to count.
+    static let inPlaceWindows: [Duration] = [.milliseconds(250), .seconds(2)]
+    static let quickAnswer = Duration.milliseconds(150)
+
+    /// A PUT of 128 KiB over `scratch` whose second half is held while the file is looked at
+    /// for `window` (and at most `window` plus a second whatever the looks do: a server that
+    /// answers one request at a time would hold a look behind the PUT). `changed` when a look
+    /// saw a size other than `baseline` and short of the whole body; `answerDelay` is how
+    /// long the PUT's answer came after the rest of its body was let go.
+    func heldPutLook(_ scratch: RemotePath, baseline: Int64, window: Duration) async -> (changed: Bool, answerDelay: Duration) {
         let half = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 << 10)
         let gate = HeldBody.Gate()
         var put = connection.request("PUT", path: paths.requestPath(scratch))
@@ -33,26 +57,26 @@ extension WebDAVStore {
         let upload = Task { () async -> Result<CollectedResponse, ProviderError> in
             do throws(ProviderError) { return .success(try await connection.send(put)) } catch { return .failure(error) }
         }
-        // The rest of the body goes after a second whatever the looks do: a server that
-        // answers one request at a time would hold a look behind the PUT.
         let release = Task {
-            try? await Task.sleep(for: .seconds(1))
+            try? await Task.sleep(for: window + .seconds(1))
             gate.open()
         }
         var seen: Int64? = baseline
         let clock = ContinuousClock(), start = clock.now
-        while seen == baseline, clock.now - start < .milliseconds(250) {
+        while seen == baseline, clock.now - start < window {
             try? await Task.sleep(for: .milliseconds(25))
             seen = try? await uploadedEntry(at: scratch).size
         }
         gate.open()
+        let opened = clock.now
         release.cancel()
         if case .failure(let error) = await upload.value {
             logger.info("the PUT that checks whether the server's PUT is atomic failed (\(error.message)); judging from what was seen")
         }
+        let answerDelay = clock.now - opened
         // A look answered only after the PUT ended sees the whole body: not "in place".
-        guard let seen, seen != baseline, seen < Int64(2 * half.readableBytes) else { return false }
-        return true
+        guard let seen, seen != baseline, seen < Int64(2 * half.readableBytes) else { return (false, answerDelay) }
+        return (true, answerDelay)
     }
 }
 

@@ -1,0 +1,98 @@
+import Foundation
+import Synchronization
+import SyncEngine
+import Testing
+@testable import WebDAV
+
+/// The in-place check of the write-guard probe on a server slow to answer its PUT: a
+/// window in which nothing changed counts only when the server answered quickly, so a
+/// busy server that writes in place (WsgiDAV beside heavy disk writes) is not taken for
+/// an atomic one.
+@Suite("the probe's in-place check on a slow server")
+struct SlowPutProbeTests {
+    /// A server that honours If-Match and If-None-Match, has no LOCK, answers a PUT of the
+    /// check's 128 KiB half a second after its body ended, and lists the scratch file with
+    /// the size `listedSize` gives (the number of 128 KiB PUTs answered so far, the number
+    /// of PROPFINDs of it since, and the size its last PUT left).
+    static func server(listedSize: @escaping @Sendable (_ bigPuts: Int, _ looks: Int, _ size: Int) -> Int) throws -> FakeDAVServer {
+        let state = Mutex((bigPuts: 0, looks: 0, size: 0))
+        return try FakeDAVServer { request in
+            switch request.method {
+            case "PUT" where request.headers["if-match"] != nil || request.headers["if-none-match"] != nil:
+                return .init(status: 412)
+            case "PUT":
+                let length = Int(request.headers["content-length"] ?? "0") ?? 0
+                // The pace of a slow server, not a wait for an event.
+                if length == 131_072 { usleep(500_000) }
+                state.withLock { state in
+                    state.size = length
+                    if length == 131_072 { state.bigPuts += 1; state.looks = 0 }
+                }
+                return .init(status: 201)
+            case "PROPFIND" where request.path.contains(".tidesync-tmp-probe-"):
+                let size = state.withLock { state in
+                    state.looks += 1
+                    return listedSize(state.bigPuts, state.looks, state.size)
+                }
+                let name = request.path.split(separator: "/").last.map(String.init) ?? ""
+                return .init(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
+                    <?xml version="1.0" encoding="utf-8"?>
+                    <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/\(name)</d:href><d:propstat><d:prop>\
+                    <d:resourcetype/><d:getcontentlength>\(size)</d:getcontentlength><d:getetag>"e\(size)"</d:getetag></d:prop>\
+                    <d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+                    """)
+            case "DELETE": return .init(status: 204)
+            case "PROPFIND": return FakeDAVServer.emptyRoot
+            default: return .init(status: 405)
+            }
+        }
+    }
+
+    static func heldPuts(_ server: FakeDAVServer) -> Int {
+        server.requests.filter { $0.method == "PUT" && $0.headers["content-length"] == "131072" }.count
+    }
+
+    @Test("nothing seen and a slow answer: looked at again for longer before it is taken for atomic")
+    func slowAtomic() async throws {
+        let server = try Self.server { _, _, size in size }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(Self.heldPuts(server) == 2, "one check for each window: \(server.requests.map(\.method))")
+        #expect(!server.requests.contains { $0.method == "LOCK" }, "taken for atomic, its locks are not tried")
+        await store.shutdown()
+    }
+
+    @Test("nothing seen the first time, the file cut short the second: writes in place (its locks are tried)")
+    func slowInPlace() async throws {
+        // The second time, the server has begun the PUT when the file is looked at after the
+        // baseline: it holds the first half only.
+        let server = try Self.server { bigPuts, looks, size in bigPuts == 1 && looks > 1 ? 65_536 : size }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+        // Found in place, its locks are tried (it has none, so If-Match guards it, with a warning).
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(server.requests.contains { $0.method == "LOCK" }, "the in-place verdict tries the server's locks: \(server.requests.map(\.method))")
+        #expect(Self.heldPuts(server) == 2)
+        await store.shutdown()
+    }
+
+    @Test("nothing seen and a quick answer: one check, atomic")
+    func quickAtomic() async throws {
+        let server = try FakeDAVServer { request in
+            if let response = FakeDAVServer.probeListing(request) { return response }
+            return switch request.method {
+            case "PUT" where request.headers["if-match"] != nil || request.headers["if-none-match"] != nil: .init(status: 412)
+            case "PUT": .init(status: 201)
+            case "DELETE": .init(status: 204)
+            case "PROPFIND": FakeDAVServer.emptyRoot
+            default: .init(status: 405)
+            }
+        }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(Self.heldPuts(server) == 1)
+        await store.shutdown()
+    }
+}
