@@ -79,6 +79,22 @@ extension SyncProvider {
         return record
     }
 
+    /// Finishes a move of the folder `item` to `destination` whose journal entry says a
+    /// crash cut it short, where the store moves folders item by item
+    /// (`RemoteStore.finishFolderMove`), and records it there. False when there is nothing
+    /// of the kind to finish: the entry is then left to `PlanRunner.recover()`.
+    public func finishInterruptedFolderMove(_ item: ItemIdentifier, to destination: RemotePath,
+                                            operation: Int64) async throws(ProviderError) -> Bool {
+        guard var record = try state.item(item), record.kind == .folder, let source = try path(of: item),
+              source != destination, try !holdsBundle(item),
+              let entry = try await store.finishFolderMove(source, to: destination) else { return false }
+        record.parentID = try requireParent(of: destination)
+        record.name = destination.name
+        if record.remoteFileID != nil, let id = entry.fileID { record.remoteFileID = id }
+        try commit([.upsert(record)], completing: operation, foldersChanged: true)
+        return true
+    }
+
     /// True when the state DB records a bundle anywhere below the folder `item`.
     func holdsBundle(_ item: ItemIdentifier) throws(ProviderError) -> Bool {
         var folders = [item]
