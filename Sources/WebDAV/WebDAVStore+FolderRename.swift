@@ -80,14 +80,54 @@ extension WebDAVStore {
             guard let version = file.etag else { continue }
             try await deleteCopied(file.path, version: version, copy: target(file.path))
         }
-        for folder in tree.filter({ $0.kind == .folder }).map(\.path).reversed() + [source] {
-            guard try await children(of: folder).isEmpty else {
-                logger.notice("\(folder) holds items changed or added on the server while it was renamed to \(destination) by a copy; it is kept")
-                continue
-            }
-            do { try await delete(folder, version: nil) } catch where error.code == .noSuchItem {}
+        for folder in tree.filter({ $0.kind == .folder }).map(\.path).reversed() + [source] where try await !deleteIfEmpty(folder) {
+            logger.notice("\(folder) holds items changed or added on the server while it was renamed to \(destination) by a copy; it is kept")
         }
         return try await entry(at: destination)
+    }
+
+    /// Deletes the folder at `path` if it is empty (or gone already); false when it holds
+    /// something, or another client's lock is on it. The check and the DELETE are made under
+    /// a lock on the folder (`Depth: infinity`), so a writer through the server cannot add
+    /// a file between the two (its PUT is refused with 423, and it tries again); on a server
+    /// not written under locks, they are two requests.
+    func deleteIfEmpty(_ path: RemotePath) async throws(ProviderError) -> Bool {
+        guard try await writeGuard() == .locks else {
+            guard try await children(of: path).isEmpty else { return false }
+            do { try await delete(path, version: nil) } catch where error.code == .noSuchItem {}
+            return true
+        }
+        let response = try await sendLock(path, isFolder: true)
+        switch response.status.code {
+        case 200, 201: break
+        case 404, 409: return true
+        case 423: return false
+        default: throw response.status.providerError("LOCK", path)
+        }
+        guard let token = response.headers.first(name: "Lock-Token") else {
+            throw ProviderError(.cannotSynchronize, "the server answered LOCK \(path) without a lock token")
+        }
+        let headers = [("If", Self.ifHeader(token: token))]
+        // 201: the folder went away and the LOCK made an empty file there, which goes too.
+        var empty = response.status.code == 200
+        do throws(ProviderError) {
+            if empty { empty = try await entry(at: path).kind == .folder }
+            if empty { empty = try await children(of: path).isEmpty }
+        } catch {
+            await unlock(path, token: token, isFolder: true)
+            throw error
+        }
+        guard empty else {
+            if response.status.code == 201 { _ = try? await connection.send(connection.request("DELETE", path: paths.requestPath(path), headers: headers)) }
+            await unlock(path, token: token, isFolder: true)
+            return response.status.code == 201
+        }
+        let status = try await connection.send(connection.request("DELETE", path: paths.requestPath(path, isFolder: true), headers: headers)).status
+        guard (200..<300).contains(status.code) || status.code == 404 else {
+            await unlock(path, token: token, isFolder: true)
+            throw status.providerError("DELETE", path)
+        }
+        return true
     }
 
     /// True when the files `a` and `b` hold the same bytes (both downloaded, at the listed
