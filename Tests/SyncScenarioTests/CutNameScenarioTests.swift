@@ -115,4 +115,25 @@ struct CutNameScenarioTests {
             #expect(try await world.pass.run().steps == 0)
         }
     }
+
+    @Test("a bundle, or a folder holding one, renamed to a name with \"?\" where a MOVE would land elsewhere: in error with why, never half-moved",
+          arguments: Remote.withOtherServers.filter { $0 == .wsgidav })
+    func bundleRefused(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            try world.write("plain/Deck.key/index.xml", "slides")
+            try world.write("Solo.key/index.xml", "solo")
+            try await world.sync()
+            #expect(rename(world.local("plain"), world.local("why?")) == 0)
+            #expect(rename(world.local("Solo.key"), world.local("solo?.key")) == 0)
+            let failed = try await world.pass.run().report.failed.map { "\($0.error)" }
+            #expect(!failed.isEmpty && failed.allSatisfy { $0.contains("rename it without those characters") }, "\(failed)")
+            #expect(world.serverText("plain/Deck.key/index.xml") == "slides")
+            #expect(world.serverText("Solo.key/index.xml") == "solo")
+            for name in ["why?", "why", "solo?.key", "solo"] {
+                #expect(!FileManager.default.fileExists(atPath: world.onServer(name)), "\(name) on the server")
+            }
+            #expect(readFile(world.local("why?/Deck.key/index.xml")) == "slides")
+            #expect(readFile(world.local("solo?.key/index.xml")) == "solo")
+        }
+    }
 }
