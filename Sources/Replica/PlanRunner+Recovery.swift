@@ -47,7 +47,6 @@ extension PlanRunner {
     /// with a scratch token is completed only here, after its clean-up succeeded, or when its
     /// step succeeds. Throws when the server cannot be reached (the pass is retried later).
     public func recoverRemote(host: String) async throws(ProviderError) {
-        try await finishInterruptedFolderMoves()
         for operation in try provider.pendingOperations() {
             guard let entry = JournalEntry(operation), let token = entry.scratch else { continue }
             for copy in try await provider.cleanUpScratch(beside: entry.path, token: token, base: entry.base, host: host) {
@@ -57,24 +56,6 @@ extension PlanRunner {
                 if let temporary = entry.temporary { removeTemporary(temporary) }
                 logger.info("cleaned up on the server after an interrupted \(operation.kind) of \(entry.path)")
                 try provider.complete([operation.id])
-            }
-        }
-    }
-
-    /// Finishes the folder moves a crash cut short where the store moves a folder item by
-    /// item (WsgiDAV, a name with "?": `RemoteStore.finishFolderMove`): the journal entry of
-    /// a move-remote never attempted names the destination, the state DB the source. One
-    /// that cannot be finished now is left to `recover()` and the next plan (every file is
-    /// at its old name, its new one or both). Runs before `recover()`.
-    func finishInterruptedFolderMoves() async throws(ProviderError) {
-        for operation in try provider.pendingOperations() where operation.attempts == 0 && operation.kind == SyncAction.moveRemoteStep {
-            guard let entry = JournalEntry(operation), let item = operation.itemID else { continue }
-            do {
-                if try await provider.finishInterruptedFolderMove(item, to: entry.path, operation: operation.id) {
-                    logger.info("finished an interrupted move-remote of a folder to \(entry.path), made by copies, after a restart")
-                }
-            } catch where error.code != .cancelled {
-                logger.warning("could not finish an interrupted move of a folder to \(entry.path): \(error.message); the next pass decides again")
             }
         }
     }

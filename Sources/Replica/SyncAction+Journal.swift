@@ -7,7 +7,7 @@ extension SyncAction {
         case .createRemoteFolder: "create-remote-folder"
         case .upload: "upload"
         case .createRemoteSymlink: "create-remote-symlink"
-        case .moveRemote: Self.moveRemoteStep
+        case .moveRemote: "move-remote"
         case .deleteRemote: "delete-remote"
         case .createLocalFolder: "create-local-folder"
         case .download: "download"
@@ -21,8 +21,6 @@ extension SyncAction {
         case .remoteNameWins: "remote-name-wins"
         }
     }
-
-    static let moveRemoteStep = "move-remote"
 
     /// True for steps that touch either side (and so are journaled).
     var doesIO: Bool {

@@ -73,19 +73,6 @@ public protocol RemoteStore: Sendable {
     func move(_ source: RemotePath, to destination: RemotePath,
               version: ETag?) async throws(ProviderError) -> RemoteEntry
 
-    /// `move` of a plain folder (never a bundle, nor a folder set aside): where the store
-    /// cannot move it in one step (a WebDAV server that would cut the destination's name),
-    /// it may move it item by item, others seeing it half-moved meanwhile, and a file
-    /// changed there meanwhile stays at its old place (see `WebDAVStore+FolderRename.swift`).
-    func moveFolder(_ source: RemotePath, to destination: RemotePath,
-                    version: ETag?) async throws(ProviderError) -> RemoteEntry
-
-    /// Finishes a `moveFolder` item by item that a crash cut short (both folders are on the
-    /// server, the journal says it ran): returns the folder at `destination` once it is
-    /// whole there, nil when the store has no such move to finish (then the next pass
-    /// decides again).
-    func finishFolderMove(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> RemoteEntry?
-
     /// Deletes the item at `path` (folders recursively), guarded by `version` when given.
     func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError)
 
@@ -105,13 +92,6 @@ public protocol RemoteStore: Sendable {
 }
 
 extension RemoteStore {
-    public func moveFolder(_ source: RemotePath, to destination: RemotePath,
-                           version: ETag?) async throws(ProviderError) -> RemoteEntry {
-        try await move(source, to: destination, version: version)
-    }
-
-    public func finishFolderMove(_ source: RemotePath, to destination: RemotePath) async throws(ProviderError) -> RemoteEntry? { nil }
-
     public func items(named name: String) async throws(ProviderError) -> [RemotePath] {
         try await descendants(of: .root).filter { $0.path.name == name }.map(\.path)
     }

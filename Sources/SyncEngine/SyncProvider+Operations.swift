@@ -64,47 +64,12 @@ extension SyncProvider {
             try await requireBundleVersion(at: source, version)
             guardVersion = nil
         }
-        // A folder may be moved item by item where one MOVE cannot land; a bundle, or a
-        // folder holding one, never is (it would be seen half-built).
-        let entry: RemoteEntry
-        if record.kind == .folder, try !holdsBundle(item) {
-            entry = try await store.moveFolder(source, to: destination, version: guardVersion)
-        } else {
-            entry = try await store.move(source, to: destination, version: guardVersion)
-        }
+        let entry = try await store.move(source, to: destination, version: guardVersion)
         record.parentID = try requireParent(of: destination)
         record.name = destination.name
         if record.remoteFileID != nil, let id = entry.fileID { record.remoteFileID = id }
         try commit([.upsert(record)], completing: operation, foldersChanged: record.kind == .folder)
         return record
-    }
-
-    /// Finishes a move of the folder `item` to `destination` whose journal entry says a
-    /// crash cut it short, where the store moves folders item by item
-    /// (`RemoteStore.finishFolderMove`), and records it there. False when there is nothing
-    /// of the kind to finish: the entry is then left to `PlanRunner.recover()`.
-    public func finishInterruptedFolderMove(_ item: ItemIdentifier, to destination: RemotePath,
-                                            operation: Int64) async throws(ProviderError) -> Bool {
-        guard var record = try state.item(item), record.kind == .folder, let source = try path(of: item),
-              source != destination, try !holdsBundle(item),
-              let entry = try await store.finishFolderMove(source, to: destination) else { return false }
-        record.parentID = try requireParent(of: destination)
-        record.name = destination.name
-        if record.remoteFileID != nil, let id = entry.fileID { record.remoteFileID = id }
-        try commit([.upsert(record)], completing: operation, foldersChanged: true)
-        return true
-    }
-
-    /// True when the state DB records a bundle anywhere below the folder `item`.
-    func holdsBundle(_ item: ItemIdentifier) throws(ProviderError) -> Bool {
-        var folders = [item]
-        while let folder = folders.popLast() {
-            for child in try state.children(of: folder) {
-                if child.kind == .bundle { return true }
-                if child.kind == .folder { folders.append(child.id) }
-            }
-        }
-        return false
     }
 
     /// Deletes the remote item and forgets it. A folder is deleted only when everything the

@@ -6,9 +6,8 @@ import SyncEngine
 // parameters, so the item lands at the part of the path before that character (a file
 // moved into a folder "what?" became a file "what"). The probe finds such a server once;
 // no MOVE or COPY is then sent where it would land elsewhere: uploads there are written in
-// place (guarded by `If-Match`), a file or a folder is renamed to such a name by copying
-// it (`moveByCopy`, `moveFolderByCopy`), and a bundle or a symlink is not renamed to one
-// (an error that names the cause).
+// place (guarded by `If-Match`), a file is renamed to such a name by copying it, and a
+// folder is not renamed to one (an error that names the cause).
 extension WebDAVStore {
     /// True when a MOVE or COPY to `path` would land at another name on this server: it cuts
     /// a `Destination` (`cutsDestinations`), and a part of `path` has a "?" or a ";".
@@ -58,16 +57,14 @@ extension WebDAVStore {
         await removeProbeFiles([source, target] + cuts, token: nil)
         guard cut else { return }
         cutsDestinations.withLock { $0 = true }
-        logger.notice("the server\(server) moves an item to the part of its new name before a \"?\" or \";\" (a MOVE there was answered \(moved) and landed at the shorter name): tidesync writes items under such names in place, renames a file or a folder to such a name by copying it, and cannot rename a bundle or a symlink to one")
+        logger.notice("the server\(server) moves an item to the part of its new name before a \"?\" or \";\" (a MOVE there was answered \(moved) and landed at the shorter name): tidesync writes items under such names in place, renames a file to such a name by copying it, and cannot rename a folder, a bundle or a symlink to one")
     }
 
     /// `move` of a file to a name the server would cut (`destinationIsCut`): a GET of the
     /// `version` asked for (or of what is there), a PUT at `destination` that must not
     /// replace anything, then a DELETE of the source guarded by the version copied. When
     /// the source changed in between, it stays beside the copy (the next walk finds both:
-    /// nothing is lost). A symlink is refused (its mark is a property a copy does not
-    /// carry), and so is a folder: a plain one is moved by `moveFolder`, item by item; one
-    /// here is a bundle or a folder set aside, which must never be seen half-moved.
+    /// nothing is lost). A folder is refused.
     func moveByCopy(_ source: RemotePath, to destination: RemotePath, version: ETag?) async throws(ProviderError) -> RemoteEntry {
         let current = try await entry(at: source)
         guard current.kind == .file else {
@@ -77,56 +74,28 @@ extension WebDAVStore {
         if let version, current.etag.map({ !$0.sameValue(as: version) }) ?? true {
             throw ProviderError(.versionMismatch, "\(source) changed on the server since version \(version)")
         }
-        let placed = try await copyFile(current, version: version, to: destination)
-        guard let copied = version ?? current.etag else { return placed }
-        do {
-            try await deleteCopied(source, version: copied, copy: destination)
-        } catch {
-            // Not renamed after all: the copy goes again (guarded by its own version, out of
-            // reach of a cancellation), so a retry does not meet it and fail for good.
-            await takeBack([placed])
-            throw error
-        }
-        return placed
-    }
-
-    /// A copy of the file `source` (at `version`, or the one listed) at `destination`, which
-    /// must not exist: a GET into a scratch file, then a PUT with `If-None-Match: *`.
-    func copyFile(_ source: RemoteEntry, version: ETag? = nil, to destination: RemotePath) async throws(ProviderError) -> RemoteEntry {
-        guard let copied = version ?? source.etag else {
-            throw ProviderError(.cannotSynchronize, "\(source.path) cannot be renamed to \(destination) by a copy: the server lists no version for it to guard the delete")
+        guard let copied = version ?? current.etag else {
+            throw ProviderError(.cannotSynchronize, "\(source) cannot be renamed to \(destination) by a copy: the server lists no version for it to guard the delete")
         }
         // A scratch file as big as the file (in the temporary folder: a full-size copy there).
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("tidesync-rename-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: scratch) }
-        _ = try await download(source.path, range: nil, version: copied, to: scratch, progress: nil)
-        return try await upload(from: scratch, to: destination, condition: .mustNotExist, progress: nil)
-    }
-
-    /// The DELETE of a file copied to `copy`, guarded by the `version` copied: a source
-    /// changed meanwhile stays (both are kept), one already gone is fine.
-    func deleteCopied(_ source: RemotePath, version: ETag, copy: RemotePath) async throws(ProviderError) {
+        _ = try await download(source, range: nil, version: copied, to: scratch, progress: nil)
+        let placed = try await upload(from: scratch, to: destination, condition: .mustNotExist, progress: nil)
         do {
-            try await delete(source, version: version)
+            try await delete(source, version: copied)
         } catch where error.code == .versionMismatch || error.code == .deletionRejected {
-            logger.notice("\(source) changed on the server while it was renamed to \(copy) by a copy; both are kept")
+            logger.notice("\(source) changed on the server while it was renamed to \(destination) by a copy; both are kept")
         } catch where error.code == .noSuchItem {
-            logger.info("\(source) was gone from the server when its copy at \(copy) was made")
-        }
-    }
-
-    /// Takes back copies a failed rename made (newest first, each guarded by its own
-    /// version; a folder only while empty), out of reach of a cancellation.
-    func takeBack(_ made: [RemoteEntry]) async {
-        await Task {
-            for entry in made.reversed() {
-                if entry.kind == .folder {
-                    guard (try? await self.children(of: entry.path).isEmpty) == true else { continue }
-                    try? await self.delete(entry.path, version: nil)
-                } else if let etag = entry.etag {
-                    try? await self.delete(entry.path, version: etag)
-                }
+            logger.info("\(source) was gone from the server when its copy at \(destination) was made")
+        } catch {
+            // Not renamed after all: the copy goes again (guarded by its own version, out of
+            // reach of a cancellation), so a retry does not meet it and fail for good.
+            if let etag = placed.etag {
+                await Task { try? await self.delete(destination, version: etag) }.value
             }
-        }.value
+            throw error
+        }
+        return placed
     }
 }

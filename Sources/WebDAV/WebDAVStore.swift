@@ -47,9 +47,6 @@ public final class WebDAVStore: RemoteStore {
     /// True once the probe found that a MOVE to a name with "?" or ";" lands elsewhere
     /// (WsgiDAV): see `WebDAVStore+Destinations.swift`.
     let cutsDestinations = Mutex(false)
-    /// Called (by tests) after a folder's tree was copied to a name the server would cut,
-    /// before its source is deleted (`moveFolderByCopy`): another client's write there.
-    let treeCopied = Mutex<(@Sendable (RemotePath) async -> Void)?>(nil)
     /// How often a 412 on an unchanged version is retried, and after how long.
     static let weakETagRetries = 4
     static let weakETagDelay = Duration.milliseconds(1100)

@@ -409,6 +409,27 @@ struct RemoteStoreContractTests {
         }
     }
 
+    @Test("a folder renamed to a name with \"?\" is moved whole, or refused with why where a MOVE would land elsewhere",
+          arguments: StoreKind.available)
+    func folderToCutName(kind: StoreKind) async throws {
+        try await withStore(kind) { (f: StoreFixture) async throws in
+            _ = try await f.store.makeFolder(at: p("plain"))
+            try await f.put(p("plain/inside.txt"), "inside")
+            do {
+                _ = try await f.store.move(p("plain"), to: p("why?"), version: nil)
+                #expect(kind != .wsgidav, "WsgiDAV moved a folder to a name with a \"?\"")
+                #expect(try await f.read(p("why?/inside.txt")) == "inside")
+            } catch {
+                #expect(kind == .wsgidav, "\(error)")
+                let refusal = error as? ProviderError
+                #expect(refusal?.code == .cannotSynchronize && refusal?.message.contains("rename it without those characters") == true, "\(error)")
+                #expect(try await f.read(p("plain/inside.txt")) == "inside")
+                #expect(try await f.store.descendants(of: .root).map(\.path).filter { !$0.name.hasPrefix(".") }.sorted()
+                    == [p("plain"), p("plain/inside.txt")])
+            }
+        }
+    }
+
     @Test("a range of an old version is refused after the file shrank", arguments: StoreKind.available)
     func shrunkFile(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
