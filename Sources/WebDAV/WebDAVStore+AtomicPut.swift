@@ -19,7 +19,11 @@ extension WebDAVStore {
     /// again with a longer window, and only after that is a server that showed nothing taken
     /// for an atomic one, as every server was before this probe.
     func writesInPlace(_ scratch: RemotePath) async throws(ProviderError) -> Bool {
+        let clock = ContinuousClock(), sent = clock.now
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
+        // What "quick" means here: the fixed allowance plus two round trips of a small PUT
+        // (a distant server or a slow link is not a slow server).
+        let quick = Self.quickAnswer + (clock.now - sent) * 2
         guard (200..<300).contains(before.code) else {
             if before.code == 401 { throw before.providerError("PUT", scratch) }
             logger.info("could not check whether the server's PUT is atomic (an 8-byte PUT was answered \(before.code)); taking it for atomic")
@@ -29,7 +33,7 @@ extension WebDAVStore {
             guard let baseline = try? await uploadedEntry(at: scratch).size else { return false }
             let look = await heldPutLook(scratch, baseline: baseline, window: window)
             if look.changed { return true }
-            if look.answerDelay <= Self.quickAnswer { return false }
+            if look.answerDelay <= quick { return false }
             logger.info("the server answered the PUT that checks whether its PUT is atomic \(look.answerDelay) after its body ended; looking again for longer")
         }
         logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic")
@@ -39,7 +43,7 @@ extension WebDAVStore {
     /// How long the looks at the scratch file last, first and second time (the first is
     /// short: each moment of a probe is one more in which a `kill -9` leaves its scratch file
     /// on the server), and how soon after its body ends a PUT must be answered for "nothing
-    /// changed" to count.
+    /// changed" to count (besides two round trips of a small PUT).
     static let inPlaceWindows: [Duration] = [.milliseconds(250), .seconds(2)]
     static let quickAnswer = Duration.milliseconds(150)
 
@@ -68,12 +72,13 @@ extension WebDAVStore {
             seen = try? await uploadedEntry(at: scratch).size
         }
         gate.open()
-        let opened = clock.now
         release.cancel()
         if case .failure(let error) = await upload.value {
             logger.info("the PUT that checks whether the server's PUT is atomic failed (\(error.message)); judging from what was seen")
         }
-        let answerDelay = clock.now - opened
+        // From when the rest of the body was let go: by the looks' end, or earlier by the
+        // release (a server that answers one request at a time held a look behind the PUT).
+        let answerDelay = clock.now - (gate.openedAt ?? clock.now)
         // A look answered only after the PUT ended sees the whole body: not "in place".
         guard let seen, seen != baseline, seen < Int64(2 * half.readableBytes) else { return (false, answerDelay) }
         return (true, answerDelay)
@@ -86,8 +91,13 @@ extension WebDAVStore {
 struct HeldBody: AsyncSequence, Sendable {
     final class Gate: Sendable {
         private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+        private let opened = Mutex<ContinuousClock.Instant?>(nil)
+
+        /// When the gate first opened.
+        var openedAt: ContinuousClock.Instant? { opened.withLock { $0 } }
 
         func open() {
+            opened.withLock { $0 = $0 ?? ContinuousClock.now }
             let waiting = state.withLock { state in
                 state.open = true
                 defer { state.waiting = [] }

@@ -77,7 +77,7 @@ struct SlowPutProbeTests {
         await store.shutdown()
     }
 
-    @Test("nothing seen and a quick answer: one check, atomic")
+    @Test("nothing seen and a quick answer: atomic, its locks not tried")
     func quickAtomic() async throws {
         let server = try FakeDAVServer { request in
             if let response = FakeDAVServer.probeListing(request) { return response }
@@ -92,7 +92,9 @@ struct SlowPutProbeTests {
         defer { server.stop() }
         let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
         #expect(try await store.writeGuard() == .conditionalHeaders)
-        #expect(Self.heldPuts(server) == 1)
+        // One check; a second only when this busy machine was itself slow to answer.
+        #expect((1...2).contains(Self.heldPuts(server)))
+        #expect(!server.requests.contains { $0.method == "LOCK" })
         await store.shutdown()
     }
 }
