@@ -17,9 +17,9 @@ public final class TestSlots: @unchecked Sendable {
     public init(_ count: Int) { free = count }
 
     /// Live sync loops running at once in one test process: `TIDESYNC_TEST_LIVE_SLOTS`,
-    /// else 3.
+    /// else 4.
     public static let liveLoops = TestSlots(
-        ProcessInfo.processInfo.environment["TIDESYNC_TEST_LIVE_SLOTS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3)
+        ProcessInfo.processInfo.environment["TIDESYNC_TEST_LIVE_SLOTS"].flatMap { Int($0) }.map { max(1, $0) } ?? 4)
 
     /// Waits until a slot is free and takes it.
     public func acquire() async {
