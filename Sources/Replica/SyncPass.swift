@@ -134,6 +134,12 @@ public struct SyncPass: Sendable {
                         total: scoped?.total, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         record(held: held?.hold)
+        // rm -rf of the sync folder removes what is in it first and the folder last: a pass
+        // that scanned in between saw its items deleted. The folder is looked at again
+        // now, after the remote walk; gone or replaced, nothing is deleted on the server.
+        if plan.contains(where: { if case .deleteRemote = $0 { true } else { false } }) {
+            try checkRoot(try runner.provider.itemRecord(.root))
+        }
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held.error }

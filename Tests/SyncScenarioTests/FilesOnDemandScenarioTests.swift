@@ -60,8 +60,7 @@ struct FilesOnDemandScenarioTests {
     }
 
     static func putOnServer(_ world: SyncWorld, _ name: String, _ data: Data) throws {
-        try data.write(to: URL(fileURLWithPath: world.onServer(name)))
-        world.giveToServer(name)
+        try world.writeOnServer(name, data: data)
     }
 
     /// `dd` of `count` blocks of 4 KiB from block `skip` of `file`, by a child process;
@@ -87,7 +86,7 @@ struct FilesOnDemandScenarioTests {
     }
 
     @Test("a large remote file comes down dataless, reads as the remote's bytes by aligned ranges, and the state DB follows",
-          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.available)
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.withOtherServers)
     func placeholderReadByRange(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let onDemand = try OnDemand(world)
@@ -127,7 +126,7 @@ struct FilesOnDemandScenarioTests {
     }
 
     @Test("a remote change between two reads is an I/O error; the next pass brings the new version down dataless",
-          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.available)
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.withOtherServers)
     func remoteChangeBetweenReads(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let onDemand = try OnDemand(world)
@@ -155,7 +154,7 @@ struct FilesOnDemandScenarioTests {
     }
 
     @Test("an edited placeholder is uploaded with the remote's bytes wherever it was not written, never zeros",
-          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.available)
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.withOtherServers)
     func editedPlaceholderIsUploadedWhole(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let onDemand = try OnDemand(world)
@@ -175,7 +174,7 @@ struct FilesOnDemandScenarioTests {
     }
 
     @Test("with files on demand off, the placeholders recorded earlier are downloaded whole",
-          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.available)
+          .enabled(if: unavailable == nil, "\(unavailable ?? "")"), arguments: Remote.withOtherServers)
     func switchedOffDownloadsEveryPlaceholder(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             let onDemand = try OnDemand(world)

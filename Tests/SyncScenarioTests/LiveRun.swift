@@ -44,6 +44,9 @@ final class LiveRun: @unchecked Sendable {
     /// Holds passes back while a test changes both sides (`tidesync pause`).
     let pause = PauseSwitch()
     private var task: Task<Void, Never>?
+    /// True while this run holds one of `TestSlots.liveLoops` (from `start` to `finish`).
+    private var holdsSlot = false
+    private let slotLock = NSLock()
 
     init(_ world: SyncWorld, debounce: Duration = .milliseconds(300), poll: Duration = .seconds(3600),
          exclude: [String] = [], addWatch: (@Sendable (Int32, String, UInt32) -> Int32)? = nil) {
@@ -71,8 +74,11 @@ final class LiveRun: @unchecked Sendable {
     /// its whole log is printed when its test ends, passed or failed.
     static var printsLog: Bool { ProcessInfo.processInfo.environment["TIDESYNC_TEST_LIVE_LOG"] != nil }
 
-    /// Starts the loop and waits for its first (full) pass.
+    /// Waits for a live-loop slot (only a few loops run at once), starts the loop and
+    /// waits for its first (full) pass.
     func start() async throws {
+        await TestSlots.liveLoops.acquire()
+        slotLock.withLock { holdsSlot = true }
         let live = self.live
         task = Task { await live.run() }
         try await eventually("the first pass") { live.passes >= 1 }
@@ -120,6 +126,21 @@ final class LiveRun: @unchecked Sendable {
     func finish() async {
         stop.stop()
         await task?.value
+        releaseSlot()
+    }
+
+    /// A run that was never finished (its test threw first) gives its slot back when it goes.
+    deinit {
+        stop.stop()
+        releaseSlot()
+    }
+
+    private func releaseSlot() {
+        let held = slotLock.withLock { () -> Bool in
+            defer { holdsSlot = false }
+            return holdsSlot
+        }
+        if held { TestSlots.liveLoops.release() }
     }
 }
 

@@ -61,7 +61,7 @@ struct PlaceholderPortScenarioTests {
     }
 
     @Test("new and changed remote files are brought down by the port, and recorded as it placed them",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func downloads(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("a.txt", "one")
@@ -79,7 +79,7 @@ struct PlaceholderPortScenarioTests {
     }
 
     @Test("a file the port does not place is neither in the folder nor recorded, and is tried again",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func refused(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.writeOnServer("a.txt", "one")

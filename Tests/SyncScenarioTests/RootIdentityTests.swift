@@ -1,5 +1,7 @@
 import Foundation
+import SyncEngine
 import SyncModel
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -39,5 +41,60 @@ struct RootIdentityTests {
             #expect(world.serverText("docs/file3.txt") == "3", "nothing deleted on the server")
             #expect(world.serverText("new.txt") == nil, "nothing of the new folder uploaded")
         }
+    }
+
+    /// `rm -rf` of the sync folder removes its files first and the folder last. A pass that
+    /// scanned in between saw the files deleted, and deleted them on the server (19 of 20
+    /// files on WsgiDAV in a watcher scenario) before the watcher said the folder was gone.
+    @Test("a sync folder deleted while a pass looks at the server deletes nothing there", arguments: Remote.withOtherServers)
+    func removedDuringPass(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            for index in 0..<5 { try world.write("docs/file\(index).txt", "\(index)") }
+            try await world.sync()
+            // The files go first, as rm -rf removes them; the folder itself goes while the
+            // pass walks the server, after it scanned the files as deleted.
+            try FileManager.default.removeItem(atPath: world.local("docs"))
+            let store = RootRemovedDuringWalkStore(world.store, root: world.localRoot)
+            let pass = SyncWorld.makePass(store: store, database: world.database, localRoot: world.localRoot, host: "testhost")
+            do {
+                let result = try await pass.run()
+                Issue.record("the pass ran \(result.steps) step(s) instead of stopping")
+            } catch let error as ProviderError {
+                #expect(error.code == .cannotSynchronize, "\(error.message)")
+            }
+            #expect(store.removed.withLock { $0 }, "the test's premise: the folder went during the walk")
+            #expect(world.serverText("docs/file3.txt") == "3", "nothing deleted on the server")
+        }
+    }
+}
+
+/// Removes the sync folder at the first listing of the server (the pass scanned already).
+final class RootRemovedDuringWalkStore: ForwardingStore, @unchecked Sendable {
+    let root: String
+    let removed = Mutex(false)
+
+    init(_ inner: any RemoteStore, root: String) {
+        self.root = root
+        super.init(inner)
+    }
+
+    private func removeOnce() {
+        guard removed.withLock({ done in defer { done = true }; return !done }) else { return }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    override func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        removeOnce()
+        return try await super.children(of: path)
+    }
+
+    override func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
+        removeOnce()
+        return try await super.descendants(of: path)
+    }
+
+    override func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
+        removeOnce()
+        return try await super.listing(below: path)
     }
 }

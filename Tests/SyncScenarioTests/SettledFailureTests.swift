@@ -47,7 +47,7 @@ struct SettledFailureTests {
     }
 
     @Test("a conflict copy edited while it was uploaded is no failure: the next pass sends it, nothing backs off",
-          arguments: Remote.available)
+          arguments: Remote.withOtherServers)
     func copyEditedDuringUpload(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("doc.txt", "base")

@@ -260,9 +260,9 @@ struct SyncScenarioTests {
 
 @Suite("mass-delete guard")
 struct MassDeleteTests {
-    @Test("a pass that would delete more than max_delete items holds its deletions back")
-    func holdsBack() async throws {
-        try await withWorld(.localDirectory) { world in
+    @Test("a pass that would delete more than max_delete items holds its deletions back", arguments: Remote.withOtherServers)
+    func holdsBack(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
             for index in 0..<30 { try world.write("f/\(index).txt", "\(index)") }
             try await world.sync()
             try FileManager.default.removeItem(atPath: world.local("f"))

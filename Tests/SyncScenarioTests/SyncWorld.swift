@@ -13,12 +13,11 @@ import Glibc
 #endif
 
 /// The stores the scenarios run against: the local-directory store always, the private
-/// Apache of `packaging/test.sh` when it runs (`available`). The core scenarios — two-way
-/// sync, moves, conflicts, folder deletes, bundles — run on nginx, lighttpd, WsgiDAV and
-/// rclone too (`withOtherServers`, when test.sh started them); the rest (watcher, files on
-/// demand, crash cuts counted in Apache's requests) exercise this machine's side and run
-/// on the first two: every scenario on every server would add minutes to a suite that
-/// must stay well inside its limit, and its parallel live loops would exhaust inotify.
+/// Apache of `packaging/test.sh` when it runs (`available`), and nginx, lighttpd, WsgiDAV
+/// and rclone when test.sh started them (`withOtherServers`). Every scenario runs over
+/// `withOtherServers` (issue 18); what a server cannot do is a filter or an expectation of
+/// its own at the test, with the README's compatibility notes saying why. The live loops
+/// (watcher tests) take turns through `TestSlots.liveLoops`.
 enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case localDirectory
     case apache
@@ -39,6 +38,11 @@ enum Remote: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// False where the server keeps no WebDAV dead properties (nginx: PROPPATCH 405,
     /// rclone: 403), so a symlink cannot be marked as one there: tidesync refuses to sync it.
     var storesSymlinks: Bool { self != .nginx && self != .rclone }
+
+    /// True where a file's version is its modification time in seconds and its size
+    /// (nginx; WsgiDAV, whose ETag adds only the inode its in-place PUT keeps): a second
+    /// write of the same size within a second is no new version there (README, compatibility).
+    var versionsAreSecondsAndSize: Bool { self == .nginx || self == .wsgidav }
 
     /// The longest name, in bytes, the server stores: lighttpd writes a PUT to a temporary
     /// name beside the target first, so a longer name is answered 500 (README,
@@ -171,16 +175,21 @@ final class SyncWorld: @unchecked Sendable {
     /// Writes `text` straight to the remote's disk (as another client or the server's own
     /// tools would), owned by the server's user. On rclone, through the server (see
     /// `throughRclone`).
-    func writeOnServer(_ relative: String, _ text: String) throws {
+    func writeOnServer(_ relative: String, _ text: String) throws { try writeOnServer(relative, data: Data(text.utf8)) }
+
+    /// Writes `data` on the remote's disk as `writeOnServer(_:_:)` writes text.
+    func writeOnServer(_ relative: String, data: Data) throws {
         guard remote != .rclone else {
             let parts = relative.split(separator: "/").map(String.init)
             for depth in parts.indices.dropLast() { try throughRclone("MKCOL", parts[...depth].joined(separator: "/"), existingIsFine: true) }
             let body = scratch + "/put-\(UUID().uuidString.prefix(8))"
-            try writeFile(body, text)
+            try data.write(to: URL(fileURLWithPath: body))
             defer { unlink(body) }
             return try throughRclone("PUT", relative, body: body)
         }
-        try writeFile(onServer(relative), text)
+        try FileManager.default.createDirectory(atPath: (onServer(relative) as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try data.write(to: URL(fileURLWithPath: onServer(relative)))
         giveToServer(relative)
     }
 
@@ -251,7 +260,10 @@ final class SyncWorld: @unchecked Sendable {
     @discardableResult
     func sync(maxPasses: Int = 4, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [PassResult] {
         var results: [PassResult] = []
-        for _ in 0..<maxPasses {
+        var counted = 0
+        // How long passes that only found the server still changing are tried again.
+        let changing = ContinuousClock.now + .seconds(10)
+        while counted < maxPasses {
             let result = try await pass.run()
             for failure in result.report.failed {
                 Issue.record("step at \(failure.path) failed: \(failure.error)", sourceLocation: sourceLocation)
@@ -261,6 +273,15 @@ final class SyncWorld: @unchecked Sendable {
             // test forked at that moment) is not agreement yet: the daemon looks again.
             if result.steps == 0 && result.heldBack.isEmpty { return results }
             results.append(result)
+            // A pass that got nowhere because the server's answers disagree with its listing
+            // (lighttpd serves a file changed behind its back at its old length for about a
+            // second: README, compatibility) is tried again in a moment without counting, as
+            // the daemon's loop follows such a pass up (`DomainLoop`).
+            if result.report.succeeded == 0, result.report.resolved > 0, ContinuousClock.now < changing {
+                try await Task.sleep(for: .milliseconds(250))
+                continue
+            }
+            counted += 1
         }
         Issue.record("no agreement after \(maxPasses) passes", sourceLocation: sourceLocation)
         return results
@@ -337,6 +358,16 @@ final class SyncWorld: @unchecked Sendable {
     func serverInode(_ relative: String) -> UInt64? {
         var st = stat()
         return lstat(onServer(relative), &st) == 0 ? UInt64(st.st_ino) : nil
+    }
+
+    /// Waits until the clock is past the second of the modification time `relative` has on
+    /// the server's disk: a write from now on has a later time there.
+    func waitPastServerSecond(_ relative: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        var st = stat()
+        guard lstat(onServer(relative), &st) == 0 else { return }
+        let second = st.st_mtim.tv_sec
+        try await eventually("a second past the server's write", timeout: .seconds(5), every: .milliseconds(20),
+                              sourceLocation: sourceLocation) { time(nil) > second }
     }
 
     func localInode(_ relative: String) -> UInt64? {

@@ -14,7 +14,7 @@ import Glibc
 /// reaches the server was found by the watcher.
 @Suite("Watcher scenarios")
 struct WatcherScenarioTests {
-    @Test("an atomic save (temp file renamed over the original) is one edit of the same item", arguments: Remote.available)
+    @Test("an atomic save (temp file renamed over the original) is one edit of the same item", arguments: Remote.withOtherServers)
     func atomicSave(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write("doc.txt", "v1")
@@ -43,7 +43,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("vim's backup dance, 4913 probe and swap file end as one edit; nothing stray on the server", arguments: Remote.available)
+    @Test("vim's backup dance, 4913 probe and swap file end as one edit; nothing stray on the server", arguments: Remote.withOtherServers)
     func vimSave(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write("notes.md", "first")
@@ -68,7 +68,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("lock files, backups and partial downloads never reach the server", arguments: Remote.available)
+    @Test("lock files, backups and partial downloads never reach the server", arguments: Remote.withOtherServers)
     func excludedNames(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write(".~lock.report.odt#", "LibreOffice lock")
@@ -87,7 +87,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("mkdir -p a/b/c && echo x > a/b/c/f: the new folders are scanned when watched", arguments: Remote.available)
+    @Test("mkdir -p a/b/c && echo x > a/b/c/f: the new folders are scanned when watched", arguments: Remote.withOtherServers)
     func newNestedFolders(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try FileManager.default.createDirectory(atPath: world.local("a/b/c"), withIntermediateDirectories: true)
@@ -100,7 +100,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("a folder of 1 000 files renamed is one remote MOVE; paths below it follow the rename", arguments: Remote.available)
+    @Test("a folder of 1 000 files renamed is one remote MOVE; paths below it follow the rename", arguments: Remote.withOtherServers)
     func folderRename(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             for index in 0..<1000 { try world.write("photos/img\(index).jpg", "jpeg \(index)") }
@@ -132,7 +132,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("moved out of the folder is a delete; moved in (a folder tree) is a create", arguments: Remote.available)
+    @Test("moved out of the folder is a delete; moved in (a folder tree) is a create", arguments: Remote.withOtherServers)
     func moveOutAndIn(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write("leaving/one", "1")
@@ -155,7 +155,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("a file still open for writing is not uploaded half-written", arguments: Remote.available)
+    @Test("a file still open for writing is not uploaded half-written", arguments: Remote.withOtherServers)
     func openWriter(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             let fd = open(world.local("export.csv"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -173,7 +173,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("mmap writes (no IN_MODIFY) are caught when the file is closed", arguments: Remote.available)
+    @Test("mmap writes (no IN_MODIFY) are caught when the file is closed", arguments: Remote.withOtherServers)
     func mmapWrite(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             try world.write("db.bin", String(repeating: "a", count: 8192))
@@ -196,7 +196,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("the daemon's own downloads are not taken for local changes", arguments: Remote.available)
+    @Test("the daemon's own downloads are not taken for local changes", arguments: Remote.withOtherServers)
     func echoesIgnored(_ remote: Remote) async throws {
         try await withLiveWorld(remote, poll: .milliseconds(500)) { world, run in
             try world.writeOnServer("from-elsewhere.txt", "theirs")
@@ -216,7 +216,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("a new exclude pattern covering synced files deletes nothing on either side", arguments: Remote.available)
+    @Test("a new exclude pattern covering synced files deletes nothing on either side", arguments: Remote.withOtherServers)
     func excludeChange(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("app.log", "log")
@@ -234,7 +234,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("a lost event queue (IN_Q_OVERFLOW) is a full rescan, which converges", arguments: Remote.available)
+    @Test("a lost event queue (IN_Q_OVERFLOW) is a full rescan, which converges", arguments: Remote.withOtherServers)
     func overflow(_ remote: Remote) async throws {
         // The folder `blind` is watched elsewhere: its events are lost, as in an overflow.
         let decoy = temporaryPath("tidesync-decoy-")
@@ -261,7 +261,7 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("the watch limit (ENOSPC) is reported with the sysctl to raise; unwatched folders are rescanned", arguments: Remote.available)
+    @Test("the watch limit (ENOSPC) is reported with the sysctl to raise; unwatched folders are rescanned", arguments: Remote.withOtherServers)
     func watchLimit(_ remote: Remote) async throws {
         try await withWorld(remote) { world in
             try world.write("deep/inside/old.txt", "old")
@@ -284,17 +284,33 @@ struct WatcherScenarioTests {
         }
     }
 
-    @Test("the sync folder removed, or replaced by an empty one, stops sync and deletes nothing", arguments: Remote.available)
+    @Test("the sync folder removed, or replaced by an empty one, stops sync and deletes nothing", arguments: Remote.withOtherServers)
     func rootRemoved(_ remote: Remote) async throws {
         try await withLiveWorld(remote) { world, run in
             for index in 0..<20 { try world.write("docs/file\(index).txt", "\(index)") }
             try await eventually("uploaded") { (try world.database.allItems().count) == 22 }
+            // Removed while the loop is idle, as the scenario says: a pass already running
+            // while rm -rf empties the folder sees files deleted (the pass checks the folder
+            // again before deleting on the server, which narrows that, not closes it).
+            try await run.quiesce()
             try FileManager.default.removeItem(atPath: world.localRoot)
             try await eventually("the error") { run.log.contains("was deleted") }
             try FileManager.default.createDirectory(atPath: world.localRoot, withIntermediateDirectories: true)
             try await eventually("the folder is refused", timeout: .seconds(60)) { run.log.contains("is not the folder synced before") }
             #expect(world.serverText("docs/file7.txt") == "7", "nothing deleted on the server")
-            #expect((try await world.remoteTree()).count == 21)
+            // The folder and its 20 files, as the server lists them. rclone may list a file it
+            // just wrote late, or at 0 bytes, for a moment (README, rclone): waited for, and
+            // the listing shown when it never comes.
+            var listed: [String: SyncWorld.Node] = [:]
+            do {
+                try await eventually("the server lists the folder and its 20 files", timeout: .seconds(30)) {
+                    listed = try await world.remoteTree()
+                    return listed.count == 21 && !listed.values.contains(.file(""))
+                }
+            } catch {
+                Issue.record("the server lists \(listed.count) items: \(listed.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" })")
+                throw error
+            }
         }
     }
 }

@@ -22,7 +22,6 @@ public final class InotifyWatcher: @unchecked Sendable {
     private var paths: [Int32: RemotePath] = [:]
     private var watches: [RemotePath: Int32] = [:]
     private var sink: (@Sendable ([WatchEvent]) -> Void)?
-    private var thread: Thread?
     private var stopped = false
 
     // inotify(7); defined here since not every macro reaches Swift.
@@ -73,14 +72,18 @@ public final class InotifyWatcher: @unchecked Sendable {
 
     /// Watches the whole tree and starts delivering events to `sink`, in batches, from the
     /// reader thread. What could not be watched is reported first, as `unwatched` events.
+    /// The reader thread keeps the watcher until `stop()`, which must be called; then it
+    /// ends, and the watcher (its inotify instance and pipe) goes with the last reference.
     public func start(_ sink: @escaping @Sendable ([WatchEvent]) -> Void) {
         lock.withLock { self.sink = sink }
         var events: [WatchEvent] = []
         watchTree(.root, events: &events)
         if !events.isEmpty { sink(events) }
+        // The thread is not kept: Foundation's Thread holds its closure after it ended, so
+        // a watcher holding its thread was a cycle that kept every stopped watcher, its
+        // inotify instance and pipe, for good (a test run ran out of inotify instances).
         let thread = Thread { [self] in readLoop() }
         thread.name = "inotify"
-        lock.withLock { self.thread = thread }
         thread.start()
     }
 
