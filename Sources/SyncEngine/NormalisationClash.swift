@@ -22,7 +22,7 @@ public enum NormalisationClash {
         var suspectFolders: Set<RemotePath> = []
         for path in paths where !path.isRoot && path.name.utf8.contains(where: { $0 >= 0x80 }) {
             candidates.append(path)
-            if path.name.utf8.contains(where: { $0 >= 0xCC }) { suspectFolders.insert(path.parent) }
+            if mayHaveTwins(path.name) { suspectFolders.insert(path.parent) }
         }
         guard !suspectFolders.isEmpty else { return [] }
         var groups: [Sibling: [RemotePath]] = [:]
@@ -35,6 +35,12 @@ public enum NormalisationClash {
         // of two or more are made sets.
         return groups.values.filter { $0.count > 1 }.map { Set($0) }.filter { $0.count > 1 }.map { $0.sorted() }
             .sorted { $0[0] < $1[0] }
+    }
+
+    /// True when `name` holds a character at or above U+0300 (a UTF-8 byte of 0xCC or
+    /// more): every group of twins holds such a name (see `twins(among:)`).
+    public static func mayHaveTwins(_ name: String) -> Bool {
+        name.utf8.contains { $0 >= 0xCC }
     }
 
     /// A folder and a name in it, equal when the names are canonically equivalent.
