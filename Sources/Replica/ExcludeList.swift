@@ -45,9 +45,31 @@ public struct ExcludeList: Sendable, Equatable {
         }
     }
 
+    /// The paths among `paths` that `excludes(_:)` covers, each folder above them checked
+    /// once (a pass checks every path of the domain; most share their folders).
+    public func excluded<Paths: Sequence<RemotePath>>(among paths: Paths) -> Set<RemotePath> {
+        var folders: [RemotePath: Bool] = [:]
+        func covered(_ path: RemotePath, leaf: Bool) -> Bool {
+            guard !path.isRoot else { return false }
+            if !leaf, let known = folders[path] { return known }
+            let result = excludes(name: path.name) || (!pathPatterns.isEmpty && excludes(relativePath: path.description))
+                || covered(path.parent, leaf: false)
+            if !leaf { folders[path] = result }
+            return result
+        }
+        var result: Set<RemotePath> = []
+        for path in paths where covered(path, leaf: true) { result.insert(path) }
+        return result
+    }
+
     /// True when the item at `relativePath` (names joined by `/`) named `name` is excluded.
     public func excludes(name: String, relativePath: String) -> Bool {
         excludes(name: name) || excludes(relativePath: relativePath)
+    }
+
+    /// The same, with the relative path made only when a pattern with a `/` needs it.
+    func excludes(name: String, relativePath: () -> String) -> Bool {
+        excludes(name: name) || (!pathPatterns.isEmpty && excludes(relativePath: relativePath()))
     }
 
     private func excludes(name: String) -> Bool {

@@ -145,23 +145,26 @@ public struct LocalScanner: Sendable {
             return []
         }
         var found: [LocalScanEntry] = []
+        // The folder's paths once, not per name: only exclude patterns with a `/` (rare) and
+        // names that are passed over need an item's relative path.
+        let folderText = folder.description, folderAbsolute = absolute(folder)
+        func relative(_ name: String) -> String { folder.isRoot ? name : folderText + "/" + name }
         // Each entry is looked up by its name in the folder, not by its whole path.
         let pathOnly: Int32 = 0o10_000_000  // O_PATH, which Swift's Glibc module does not export
-        let directory = open(absolute(folder), pathOnly | O_DIRECTORY | O_CLOEXEC)
+        let directory = open(folderAbsolute, pathOnly | O_DIRECTORY | O_CLOEXEC)
         defer { if directory >= 0 { close(directory) } }
         for bytes in names {
             guard let name = String(validating: bytes, as: UTF8.self) else {
-                result.skipped.append((absolute(folder) + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
+                result.skipped.append((folderAbsolute + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
                 continue
             }
-            let relative = folder.isRoot ? name : folder.description + "/" + name
             if LocalFolder.isTemporary(name) {
-                result.temporaries.append(absolute(folder) + "/" + name)
+                result.temporaries.append(folderAbsolute + "/" + name)
                 continue
             }
-            if exclude.excludes(name: name, relativePath: relative) { continue }
+            if exclude.excludes(name: name, relativePath: { relative(name) }) { continue }
             guard let path = try? folder.appending(name) else {
-                result.skipped.append((relative, "the name cannot be synced"))
+                result.skipped.append((relative(name), "the name cannot be synced"))
                 continue
             }
             let lookup = directory >= 0 ? Self.lookUp(name, in: directory, path: path) : Self.lookUp(absolute(path), path: path)

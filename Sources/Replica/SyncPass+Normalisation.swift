@@ -7,6 +7,17 @@ extension SyncPass {
     /// side here, as Linux file systems do; the pass only reports them for `status`.
     func normalisationTwins(remote: [RemotePath: RemoteEntry], local: [RemotePath: LocalObservation],
                             recorded: [RemotePath: ItemRecord]) -> [[RemotePath]] {
-        NormalisationClash.twins(among: [AnySequence(remote.keys), AnySequence(local.keys), AnySequence(recorded.keys)].joined())
+        // A group of twins holds a name that may have another form: when no side has one
+        // (the usual case), there is nothing to group.
+        func suspect(_ path: RemotePath) -> Bool { NormalisationClash.mayHaveTwins(path.name) }
+        guard recorded.keys.contains(where: suspect) || local.keys.contains(where: suspect)
+            || remote.keys.contains(where: suspect) else { return [] }
+        // Each path once (the three sides mostly hold the same ones), and only paths with a
+        // non-ASCII name: no other name has a second normalisation form.
+        func candidate(_ path: RemotePath) -> Bool { path.name.utf8.contains { $0 >= 0x80 } }
+        var paths = recorded.keys.filter(candidate)
+        paths += local.keys.filter { candidate($0) && recorded[$0] == nil }
+        paths += remote.keys.filter { candidate($0) && recorded[$0] == nil && local[$0] == nil }
+        return NormalisationClash.twins(among: paths)
     }
 }

@@ -50,10 +50,13 @@ extension SyncPass {
     /// watcher settled (`SyncProvider.items(around:)`), and then those of the inodes it saw
     /// at paths recorded with another (a move from a place it did not look at); `scoped` is
     /// nil when every row was read, or when what was read is every row.
-    func records(for scope: PassScope) throws(ProviderError) -> (base: RecordTree, scoped: ScopedRecords?, observed: Observed) {
+    /// `recorded` is `base` by path (`Reconciler.paths(of:)`), made once.
+    func records(for scope: PassScope) throws(ProviderError)
+        -> (base: RecordTree, recorded: [RemotePath: ItemRecord], scoped: ScopedRecords?, observed: Observed) {
         guard case .watched(let changes, remote: false) = scope, !changes.fullScan, changes.paths[.root] != true else {
             let base = RecordTree(try runner.provider.items())
-            return (base, nil, try observe(scope, root: base.root, recorded: Reconciler.paths(of: base)))
+            let recorded = Reconciler.paths(of: base)
+            return (base, recorded, nil, try observe(scope, root: base.root, recorded: recorded))
         }
         let paths = Array(Set(changes.paths.keys.map(scanner.bundles.item(for:))))
         var scoped = try runner.provider.items(around: paths)
@@ -74,7 +77,7 @@ extension SyncPass {
                 observed = try observe(scope, root: base.root, recorded: recorded)
             }
         }
-        return (base, scoped.isPartial ? scoped : nil, observed)
+        return (base, recorded, scoped.isPartial ? scoped : nil, observed)
     }
 
     /// The folders whose every name a scoped pass saw: those whose rows it listed, and
@@ -94,9 +97,9 @@ extension SyncPass {
             let scan = try scanner.scan()
             var observed = Observed(skipped: scan.skipped, temporaries: scan.temporaries, unreadable: scan.unreadable)
             observed.local.reserveCapacity(scan.entries.count)
-            let byInode = Self.byInode(recorded)
+            var byInode: [UInt64: ItemRecord]?
             for (path, entry) in scan.entries {
-                admit(Self.observation(entry), at: path, recorded: recorded, byInode: byInode, overdue: false, into: &observed)
+                admit(Self.observation(entry), at: path, recorded: recorded, byInode: &byInode, overdue: false, into: &observed)
             }
             return observed
         }
@@ -152,9 +155,9 @@ extension SyncPass {
                 }
             }
         }
-        let byInode = Self.byInode(recorded)
+        var byInode: [UInt64: ItemRecord]?
         for (path, observation) in fresh {
-            admit(observation, at: path, recorded: recorded, byInode: byInode, overdue: changes.overdue.contains(path),
+            admit(observation, at: path, recorded: recorded, byInode: &byInode, overdue: changes.overdue.contains(path),
                   into: &observed)
         }
         // Every folder above what was seen is there too (it may have settled earlier).
@@ -201,9 +204,10 @@ extension SyncPass {
     /// Puts what was seen at `path` into `observed` — unless it is a changed file (or a
     /// changed bundle with a member) a writer still holds: that is not read now, keeps its recorded state (or, moved, its
     /// recorded contents at its new place) and is handed back to be looked at later.
-    /// An `overdue` file (changing or held for the whole cap) is taken as it is.
+    /// An `overdue` file (changing or held for the whole cap) is taken as it is. `byInode`
+    /// (`byInode(recorded)`) is made the first time a held file needs it: most passes hold none.
     func admit(_ observation: LocalObservation, at path: RemotePath, recorded: [RemotePath: ItemRecord],
-               byInode: [UInt64: ItemRecord], overdue: Bool, into observed: inout Observed) {
+               byInode: inout [UInt64: ItemRecord]?, overdue: Bool, into observed: inout Observed) {
         guard observation.kind == .file || observation.kind == .bundle, recorded[path]?.local != observation.stat,
               observation.kind == .file ? runner.folder.isOpenForWriting(path) : runner.folder.bundleHasWriter(path) else {
             observed.local[path] = observation
@@ -215,7 +219,8 @@ extension SyncPass {
             return
         }
         observed.heldBack[path] = false
-        let moved = byInode[observation.stat.inode].flatMap { $0.local?.sameInode(as: observation.stat) == true ? $0 : nil }
+        if byInode == nil { byInode = Self.byInode(recorded) }
+        let moved = byInode?[observation.stat.inode].flatMap { $0.local?.sameInode(as: observation.stat) == true ? $0 : nil }
         if let earlier = moved ?? recorded[path], let stat = earlier.local, earlier.kind == observation.kind {
             observed.local[path] = LocalObservation(kind: earlier.kind, size: stat.size, stat: stat)
         }

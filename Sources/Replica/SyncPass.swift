@@ -98,8 +98,7 @@ public struct SyncPass: Sendable {
             }
             listing = walked
         }
-        let (base, scoped, read) = try records(for: widened)
-        let recorded = Reconciler.paths(of: base)
+        let (base, recorded, scoped, read) = try records(for: widened)
         var observed = read
         let parts = resumableParts(observed.temporaries, scope: scope)
         if widened.isFull { recordBirthTimes(observed.local, recorded: recorded) }
@@ -108,7 +107,8 @@ public struct SyncPass: Sendable {
         lap("remote walk")
         // Excluded names are never synced either way; a record that an exclude pattern
         // now covers is forgotten, so a new pattern never reads as deletions.
-        var remote = walked.remote.filter { !scanner.exclude.excludes($0.key) }
+        let excluded = scanner.exclude.excluded(among: walked.remote.keys)
+        var remote = excluded.isEmpty ? walked.remote : walked.remote.filter { !excluded.contains($0.key) }
         let unreadable = settleUnreadable(local: observed.unreadable, remote: walked.unlisted, before: unreadableBefore)
         let unknown = Self.unknownSubtrees(unreadable, local: observed.local, recorded: recorded)
         Self.takeAsRecorded(unknown, local: &observed.local, remote: &remote, recorded: recorded)
@@ -116,8 +116,12 @@ public struct SyncPass: Sendable {
         let twinsScope = scoped.map { Self.listedFolders($0, recorded: recorded, local: observed.local) }
         let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
         if quiet { runner.provider.noteMatchedWalk(walked.digest, generation: generation) }
-        let plan = quiet ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
-        lap(quiet ? "plan (nothing changed: skipped)" : "plan")
+        // Nothing walked changed and every item is where and as the rows say (the usual full
+        // pass): the planner would find nothing to do, so it is not run over every row.
+        let agreed = !quiet && walked.quiet && unreadable.isEmpty && Self.versionsKnown(base)
+            && Reconciler.agrees(observed.local, with: recorded)
+        let plan = quiet || agreed ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
+        lap(quiet ? "plan (nothing changed: skipped)" : agreed ? "plan (every item as recorded: skipped)" : "plan")
         runner.sweepParts(parts, plan: plan, remote: remote)
         if scope.isFull && scope.walksRemote { try runner.settle(failures, plan: plan) }
         guard !plan.isEmpty else {

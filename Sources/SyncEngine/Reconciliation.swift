@@ -60,4 +60,26 @@ extension Reconciler {
         for index in tree.indices { result[tree.paths[index]] = tree[index] }
         return result
     }
+
+    /// True when the local side is exactly what `recorded` (every row but the root's, by
+    /// path) describes, as the planner compares them: every row has an item of its kind at
+    /// its path with its inode (and, for anything but a folder, its size, mtime and link
+    /// target), and nothing else is there. With a remote that is as recorded too, the plan
+    /// is empty: nothing is new, gone, moved or edited on either side. A row without a local
+    /// stat (other than a folder's) is never taken as agreeing.
+    public static func agrees(_ local: [RemotePath: LocalObservation], with recorded: [RemotePath: ItemRecord]) -> Bool {
+        var rows = 0
+        for (path, record) in recorded where !path.isRoot {
+            rows += 1
+            guard let seen = local[path], seen.kind == record.kind else { return false }
+            guard let stat = record.local else {
+                if record.kind == .folder { continue }
+                return false
+            }
+            guard seen.stat.sameInode(as: stat) else { return false }
+            if record.kind == .folder { continue }
+            guard seen.stat == stat, record.kind != .symlink || seen.symlinkTarget == record.symlinkTarget else { return false }
+        }
+        return local.count - (local[.root] == nil ? 0 : 1) == rows
+    }
 }

@@ -42,4 +42,17 @@ struct NormalisationClashTests {
         let three = NormalisationClash.twins(among: ["\u{212B}.txt", "\u{00C5}.txt", "A\u{030A}.txt"].map(Self.p))
         #expect(three.count == 1 && three.first?.count == 3)
     }
+
+    @Test("folders holding only names below U+0300 are passed over; twins beside them, and Hangul, are still found")
+    func quickCheck() {
+        let latin = ["\u{00DC}bersicht.txt", "caf\u{00E9}.md", "na\u{00EF}ve", "\u{01C4}.txt"].map { Self.p("top/\($0)") }
+        #expect(NormalisationClash.twins(among: latin).isEmpty)
+        let hangulNFC = "\u{D55C}.txt", hangulNFD = "\u{1112}\u{1161}\u{11AB}.txt"
+        #expect(hangulNFC == hangulNFD)
+        let twins = NormalisationClash.twins(among: latin + [Self.p("top/\(Self.nfc)"), Self.p("top/\(Self.nfd)"),
+                                                            Self.p("k/\(hangulNFD)"), Self.p("k/\(hangulNFC)")])
+        #expect(twins.count == 2, "\(twins)")
+        #expect(twins.contains { Set($0) == [Self.p("top/\(Self.nfc)"), Self.p("top/\(Self.nfd)")] })
+        #expect(twins.contains { Set($0) == [Self.p("k/\(hangulNFC)"), Self.p("k/\(hangulNFD)")] })
+    }
 }
