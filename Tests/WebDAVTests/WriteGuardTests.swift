@@ -100,9 +100,13 @@ struct WriteGuardTests {
         #expect(methods.prefix(12) == ["PUT", "PROPFIND", "PUT", "MOVE", "DELETE", "DELETE", "DELETE", "DELETE", "PROPFIND", "PUT", "PUT", "PUT"]
                     && methods.suffix(2) == ["DELETE", "PROPFIND"],
                 "a scratch file made, the root listed (are names beginning with a dot listed?), a second file moved to a name with \"?\" (refused here) and deleted wherever it may be, the first listed, two guarded PUTs over it refused, given 8 bytes, (looked at while a PUT is under way,) the file deleted; then the listing: \(methods)")
-        #expect(server.requests.filter { $0.method == "PUT" }.map { $0.headers["if-match"] ?? $0.headers["if-none-match"] }
-            == [nil, nil, "\"tidesync-probe-no-such-version\"", "*", nil, nil])
-        #expect(server.requests.filter { $0.method == "PUT" }.map { $0.headers["content-length"] }.suffix(2) == ["8", "131072"])
+        // The held PUT's check runs a second time when the answer was slow (this machine busy).
+        let puts = server.requests.filter { $0.method == "PUT" }
+        let checks = puts.filter { $0.headers["content-length"] == "131072" }.count
+        #expect((1...2).contains(checks))
+        #expect(puts.map { $0.headers["if-match"] ?? $0.headers["if-none-match"] }
+            == [nil, nil, "\"tidesync-probe-no-such-version\"", "*", nil] + Array(repeating: nil, count: checks))
+        #expect(puts.map { $0.headers["content-length"] }.suffix(checks + 1) == ["8"] + Array(repeating: "131072", count: checks))
         await store.shutdown()
     }
 
