@@ -138,12 +138,7 @@ public struct SyncPass: Sendable {
                         total: scoped?.total, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         record(held: held?.hold)
-        // rm -rf of the sync folder removes what is in it first and the folder last: a pass
-        // that scanned in between saw its items deleted. The folder is looked at again
-        // now, after the remote walk; gone or replaced, nothing is deleted on the server.
-        if plan.contains(where: { if case .deleteRemote = $0 { true } else { false } }) {
-            try checkRoot(try runner.provider.itemRecord(.root))
-        }
+        try checkRootBeforeDeletes(plan)
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held.error }
@@ -248,5 +243,14 @@ public struct SyncPass: Sendable {
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         let name = String(decoding: bytes, as: UTF8.self).split(separator: ".").first.map(String.init) ?? ""
         return name.isEmpty ? "linux" : name
+    }
+
+    /// rm -rf of the sync folder removes what is in it first and the folder last: a pass
+    /// that scanned in between saw its items deleted. Before a plan that deletes anything on
+    /// the server, the folder is looked at again (after the remote walk); gone or replaced,
+    /// the pass stops and nothing is deleted there.
+    func checkRootBeforeDeletes(_ plan: [SyncAction]) throws(ProviderError) {
+        guard plan.contains(where: { if case .deleteRemote = $0 { true } else { false } }) else { return }
+        try checkRoot(try runner.provider.itemRecord(.root))
     }
 }
