@@ -22,6 +22,7 @@ extension PlanRunner {
             try await moveRemote(from: from, to: to, version: version, item: item, operation: operation)
             await materializeIfPinned(to, context: context)
         case .deleteRemote(let path, let version, let item):
+            try requireSyncFolder(before: path, root: context.recorded[.root])
             try await deleteRemote(path, version: version, item: item, scratch: scratch, operation: operation)
         case .createLocalFolder(let path, let item):
             let stat = try folder.makeFolder(at: path)
@@ -80,6 +81,18 @@ extension PlanRunner {
         guard wait > 0 else { return }
         try? await Task.sleep(nanoseconds: UInt64(wait))
         _ = try present(path, kind: .file, stat: stat)
+    }
+
+    /// Throws (the step is decided again by the next pass, which stops sync when the sync
+    /// folder is gone or replaced) unless the sync folder is still there as the folder
+    /// recorded: `rm -rf` of it removes its files first and the folder last, and a plan made
+    /// in between would delete on the server, one step after another, what it removed.
+    func requireSyncFolder(before path: RemotePath, root: ItemRecord?) throws(ProviderError) {
+        var st = stat()
+        let there = lstat(folder.root, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
+        guard there, root?.local.map({ $0.inode == UInt64(st.st_ino) }) ?? true else {
+            throw ProviderError(.versionMismatch, "the sync folder \(folder.root) went away while \(path) was to be deleted on the server; nothing is deleted there")
+        }
     }
 
     func changedSincePlan(_ path: RemotePath) -> ProviderError {

@@ -134,11 +134,11 @@ public struct SyncPass: Sendable {
         }
         logger.info("\(plan.count) step(s): \(Self.summary(of: plan))")
         var context = PlanRunner.Context(remote: remote, recorded: recorded, failures: failures)
+        try checkRootBeforeDeletes(plan)
         let held = hold(plan, local: observed.local, remote: remote, recorded: context.recorded,
                         total: scoped?.total, unknown: unknown)
         if let held { context.withheld = Set(held.hold.steps) }
         record(held: held?.hold)
-        try checkRootBeforeDeletes(plan)
         var report = try await runner.run(plan, context: context)
         lap("apply")
         if let held { report.parked = report.parked ?? held.error }

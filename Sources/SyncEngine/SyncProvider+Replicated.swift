@@ -171,7 +171,10 @@ extension SyncProvider: ReplicatedProvider {
                 continue
             }
             let same = record.kind == .folder || (entry.etag.map { e in record.remoteETag.map(e.sameValue(as:)) ?? false } ?? false)
-            if !same || !Placement.compatible(record.kind, remoteKind: entry.kind) { updated.append(entry) }
+            // A symlink's target is a property of its own: changed with PROPPATCH, it leaves
+            // the version as it was, and the planner compares targets too.
+            let retargeted = record.kind == .symlink && entry.kind == .symlink && entry.symlinkTarget != record.symlinkTarget
+            if !same || retargeted || !Placement.compatible(record.kind, remoteKind: entry.kind) { updated.append(entry) }
         }
         updated += entries.filter { !recorded.contains($0.path) }
         // Without server-side change tracking (Apache has no sync-collection) the state DB is

@@ -47,6 +47,7 @@ struct QuietWalkTests {
             let poll = PassScope.watched(SettledChanges(), remote: true)
             #expect(try await pass.run(poll).planned == false, "an idle poll planned")
             try world.writeOnServer("a.txt", "a, changed")
+            try await world.waitUntilServed("a.txt", "a, changed")
             let changed = try await pass.run(poll)
             #expect(changed.planned && changed.steps == 1)
             #expect(readFile(world.local("a.txt")) == "a, changed")

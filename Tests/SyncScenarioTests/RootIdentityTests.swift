@@ -66,6 +66,43 @@ struct RootIdentityTests {
             #expect(world.serverText("docs/file3.txt") == "3", "nothing deleted on the server")
         }
     }
+
+    /// The sync folder gone while a plan's deletes run (`rm -rf` of a large folder ending
+    /// after the pass looked): the deletes not yet sent are not sent.
+    @Test("a sync folder deleted while a pass deletes on the server stops the deletes not yet sent", arguments: Remote.withOtherServers)
+    func removedDuringDeletes(_ remote: Remote) async throws {
+        try await withWorld(remote) { world in
+            let names = (0..<10).map { "gone\($0).txt" }
+            for name in names + ["kept.txt"] { try world.write(name, name) }
+            try await world.sync()
+            for name in names { try FileManager.default.removeItem(atPath: world.local(name)) }
+            let store = RootRemovedAtFirstDeleteStore(world.store, root: world.localRoot)
+            let pass = SyncWorld.makePass(store: store, database: world.database, localRoot: world.localRoot, host: "testhost")
+            _ = try? await pass.run()
+            #expect(store.removed.withLock { $0 }, "the test's premise: the folder went at the first delete")
+            // At most the deletes already under way (one per transfer slot) went through.
+            let left = names.filter { world.serverText($0) == $0 }
+            #expect(left.count >= names.count - 4, "deleted on the server after the sync folder went: \(names.filter { !left.contains($0) })")
+        }
+    }
+}
+
+/// Removes the sync folder at the first DELETE sent to the server, then sends it.
+final class RootRemovedAtFirstDeleteStore: ForwardingStore, @unchecked Sendable {
+    let root: String
+    let removed = Mutex(false)
+
+    init(_ inner: any RemoteStore, root: String) {
+        self.root = root
+        super.init(inner)
+    }
+
+    override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+        if removed.withLock({ done in defer { done = true }; return !done }) {
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        try await super.delete(path, version: version)
+    }
 }
 
 /// Removes the sync folder at the first listing of the server (the pass scanned already).

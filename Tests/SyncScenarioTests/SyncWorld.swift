@@ -242,6 +242,17 @@ final class SyncWorld: @unchecked Sendable {
         }
     }
 
+    /// Waits until the server serves `relative` as `text`: lighttpd serves a file changed
+    /// behind its back (on its disk) at its old length for about a second. At once elsewhere.
+    func waitUntilServed(_ relative: String, _ text: String) async throws {
+        guard remote == .lighttpd, let server = remote.server else { return }
+        let url = remote.baseURL.absoluteString + (collection ?? "") + "/" + Self.encoded(relative)
+        try await eventually("lighttpd serving \(relative) as written", timeout: .seconds(20)) {
+            let (status, output, _) = try ChildProcess.collect("/usr/bin/curl", ["-sS", "-u", "\(server.user ?? ""):\(server.password ?? "")", url])
+            return status == 0 && String(decoding: output, as: UTF8.self) == text
+        }
+    }
+
     /// Chowns what a root test made on Apache's disk (and the folders above it) to Apache's user.
     func giveToServer(_ relative: String) {
         guard remote == .apache, getuid() == 0, let owner = TestApache.owner else { return }
