@@ -7,11 +7,6 @@ extension SyncPass {
     /// side here, as Linux file systems do; the pass only reports them for `status`.
     func normalisationTwins(remote: [RemotePath: RemoteEntry], local: [RemotePath: LocalObservation],
                             recorded: [RemotePath: ItemRecord]) -> [[RemotePath]] {
-        // A group of twins holds a name that may have another form: when no side has one
-        // (the usual case), there is nothing to group.
-        func suspect(_ path: RemotePath) -> Bool { NormalisationClash.mayHaveTwins(path.name) }
-        guard recorded.keys.contains(where: suspect) || local.keys.contains(where: suspect)
-            || remote.keys.contains(where: suspect) else { return [] }
         // Each path once (the three sides mostly hold the same ones), and only paths with a
         // non-ASCII name: no other name has a second normalisation form.
         func candidate(_ path: RemotePath) -> Bool { path.name.utf8.contains { $0 >= 0x80 } }

@@ -39,7 +39,7 @@ public enum NormalisationClash {
 
     /// True when `name` holds a character at or above U+0300 (a UTF-8 byte of 0xCC or
     /// more): every group of twins holds such a name (see `twins(among:)`).
-    public static func mayHaveTwins(_ name: String) -> Bool {
+    static func mayHaveTwins(_ name: String) -> Bool {
         name.utf8.contains { $0 >= 0xCC }
     }
 

@@ -54,7 +54,7 @@ struct RootIdentityTests {
             // The files go first, as rm -rf removes them; the folder itself goes while the
             // pass walks the server, after it scanned the files as deleted.
             try FileManager.default.removeItem(atPath: world.local("docs"))
-            let store = RootRemovedDuringWalkStore(world.store, root: world.localRoot)
+            let store = RootRemovingStore(world.store, root: world.localRoot, at: .walk)
             let pass = SyncWorld.makePass(store: store, database: world.database, localRoot: world.localRoot, host: "testhost")
             do {
                 let result = try await pass.run()
@@ -76,7 +76,7 @@ struct RootIdentityTests {
             for name in names + ["kept.txt"] { try world.write(name, name) }
             try await world.sync()
             for name in names { try FileManager.default.removeItem(atPath: world.local(name)) }
-            let store = RootRemovedAtFirstDeleteStore(world.store, root: world.localRoot)
+            let store = RootRemovingStore(world.store, root: world.localRoot, at: .delete)
             let pass = SyncWorld.makePass(store: store, database: world.database, localRoot: world.localRoot, host: "testhost")
             _ = try? await pass.run()
             #expect(store.removed.withLock { $0 }, "the test's premise: the folder went at the first delete")
@@ -87,51 +87,43 @@ struct RootIdentityTests {
     }
 }
 
-/// Removes the sync folder at the first DELETE sent to the server, then sends it.
-final class RootRemovedAtFirstDeleteStore: ForwardingStore, @unchecked Sendable {
+/// Removes the sync folder once, at the first listing of the server (the pass scanned
+/// already) or at the first DELETE sent to it (then sends it).
+final class RootRemovingStore: ForwardingStore, @unchecked Sendable {
+    enum Moment { case walk, delete }
+
     let root: String
+    let moment: Moment
     let removed = Mutex(false)
 
-    init(_ inner: any RemoteStore, root: String) {
+    init(_ inner: any RemoteStore, root: String, at moment: Moment) {
         self.root = root
+        self.moment = moment
         super.init(inner)
     }
 
-    override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
-        if removed.withLock({ done in defer { done = true }; return !done }) {
-            try? FileManager.default.removeItem(atPath: root)
-        }
-        try await super.delete(path, version: version)
-    }
-}
-
-/// Removes the sync folder at the first listing of the server (the pass scanned already).
-final class RootRemovedDuringWalkStore: ForwardingStore, @unchecked Sendable {
-    let root: String
-    let removed = Mutex(false)
-
-    init(_ inner: any RemoteStore, root: String) {
-        self.root = root
-        super.init(inner)
-    }
-
-    private func removeOnce() {
-        guard removed.withLock({ done in defer { done = true }; return !done }) else { return }
+    private func removeOnce(_ now: Moment) {
+        guard now == moment, removed.withLock({ done in defer { done = true }; return !done }) else { return }
         try? FileManager.default.removeItem(atPath: root)
     }
 
     override func children(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        removeOnce()
+        removeOnce(.walk)
         return try await super.children(of: path)
     }
 
     override func descendants(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry] {
-        removeOnce()
+        removeOnce(.walk)
         return try await super.descendants(of: path)
     }
 
     override func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
-        removeOnce()
+        removeOnce(.walk)
         return try await super.listing(below: path)
+    }
+
+    override func delete(_ path: RemotePath, version: ETag?) async throws(ProviderError) {
+        removeOnce(.delete)
+        try await super.delete(path, version: version)
     }
 }
