@@ -246,8 +246,15 @@ struct ConflictScenarioTests {
                 mark = world.accessLogLines().count
                 for index in 1...20 {
                     // Sizes vary and repeat, as a user's saves do.
-                    try world.write("notes.md", "save \(index)" + String(repeating: "+", count: index % 3))
-                    try await Task.sleep(for: .milliseconds(100))
+                    let text = "save \(index)" + String(repeating: "+", count: index % 3)
+                    try world.write("notes.md", text)
+                    if index == 10 {
+                        // Halfway, the save reaches the server before the next one: two PUTs at
+                        // least whatever the load (beside CPU hogs a pass could outlast all 20).
+                        try await eventually("save 10 on the server") { try world.synced("notes.md", text) }
+                    } else {
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
                 }
                 try await eventually("the last save on the server") { try world.synced("notes.md", last) }
                 try await run.quiesce()

@@ -35,11 +35,23 @@ final class FakeDAVServer: Sendable {
     private let log = Mutex<[Request]>([])
     private let respond: @Sendable (Request) -> Response
 
+    /// Before reading a body above 1 MiB, the server waits this long (a busy server that
+    /// has not begun the request yet); `bodyBytesRead` counts body bytes read so far.
+    private let largeBodyPause: useconds_t
+    private let bodyBytes = Mutex(0)
+
     var requests: [Request] { log.withLock { $0 } }
     var url: URL { URL(string: "http://127.0.0.1:\(port)/dav/")! }
+    var bodyBytesRead: Int { bodyBytes.withLock { $0 } }
 
-    init(respond: @escaping @Sendable (Request) -> Response) throws {
+    /// A body longer than this is answered 413 before it is read, and the connection closed
+    /// (as nginx does above its `client_max_body_size`).
+    private let refusedBodiesOver: Int
+
+    init(largeBodyPause: useconds_t = 0, refusedBodiesOver: Int = .max, respond: @escaping @Sendable (Request) -> Response) throws {
         self.respond = respond
+        self.largeBodyPause = largeBodyPause
+        self.refusedBodiesOver = refusedBodiesOver
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
         var address = sockaddr_in()
@@ -105,9 +117,19 @@ final class FakeDAVServer: Sendable {
                 headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             }
             let length = Int(headers["content-length"] ?? "0") ?? 0
+            if length > refusedBodiesOver {
+                log.withLock { $0.append(Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)) }
+                let refusal = Array("HTTP/1.1 413 Fake\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = refusal.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                return
+            }
+            // The pace of a busy server, not a wait for an event.
+            if length > 1 << 20, largeBodyPause > 0 { usleep(largeBodyPause) }
+            bodyBytes.withLock { $0 += min(pending.count, length) }
             while pending.count < length {
                 guard let more = Self.read(client) else { return }
                 pending += more
+                bodyBytes.withLock { $0 += more.count }
             }
             pending.removeFirst(length)
             let request = Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)

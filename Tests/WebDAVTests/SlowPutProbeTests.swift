@@ -14,9 +14,10 @@ struct SlowPutProbeTests {
     /// check's 128 KiB half a second after its body ended, and lists the scratch file with
     /// the size `listedSize` gives (the number of 128 KiB PUTs answered so far, the number
     /// of PROPFINDs of it since, and the size its last PUT left).
-    static func server(listedSize: @escaping @Sendable (_ bigPuts: Int, _ looks: Int, _ size: Int) -> Int) throws -> FakeDAVServer {
+    static func server(refusedBodiesOver: Int = .max,
+                       listedSize: @escaping @Sendable (_ bigPuts: Int, _ looks: Int, _ size: Int) -> Int) throws -> FakeDAVServer {
         let state = Mutex((bigPuts: 0, looks: 0, size: 0))
-        return try FakeDAVServer { request in
+        return try FakeDAVServer(refusedBodiesOver: refusedBodiesOver) { request in
             switch request.method {
             case "PUT" where request.headers["if-match"] != nil || request.headers["if-none-match"] != nil:
                 return .init(status: 412)
@@ -52,14 +53,59 @@ struct SlowPutProbeTests {
         server.requests.filter { $0.method == "PUT" && $0.headers["content-length"] == "131072" }.count
     }
 
-    @Test("nothing seen and a slow answer: looked at again for longer before it is taken for atomic")
+    @Test("nothing seen and a slow answer: looked at again for longer, then with a PUT larger than the connection holds, before it is taken for atomic")
     func slowAtomic() async throws {
         let server = try Self.server { _, _, size in size }
         defer { server.stop() }
         let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
         #expect(try await store.writeGuard() == .conditionalHeaders)
         #expect(Self.heldPuts(server) == 2, "one check for each window: \(server.requests.map(\.method))")
+        #expect(server.requests.contains { $0.method == "PUT" && $0.headers["content-length"] == "\(WebDAVStore.decisivePart + 1)" },
+                "the decisive check ran")
         #expect(!server.requests.contains { $0.method == "LOCK" }, "taken for atomic, its locks are not tried")
+        await store.shutdown()
+    }
+
+    @Test("slow each time and the large PUT refused: nothing proven, so taken for a server that writes in place (its locks are tried)")
+    func undecidedIsInPlace() async throws {
+        let server = try Self.server(refusedBodiesOver: 1 << 20) { _, _, size in size }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+        // In place, its locks are tried (it has none, so If-Match guards it, with a warning).
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        #expect(server.requests.contains { $0.method == "LOCK" }, "the safe side tries the server's locks: \(server.requests.map(\.method))")
+        await store.shutdown()
+    }
+
+    @Test("the decisive check says atomic only from a look after the server has read most of its large PUT, however late the server begins")
+    func decisiveWaitsForTheServer() async throws {
+        // The server waits a second and a half before it reads the large body; each look
+        // notes how much of it the server had read by then.
+        let readAtLooks = Mutex<[Int]>([])
+        let holder = Mutex<FakeDAVServer?>(nil)
+        let server = try FakeDAVServer(largeBodyPause: 1_500_000) { request in
+            switch request.method {
+            case "PUT": return .init(status: 201)
+            case "PROPFIND":
+                readAtLooks.withLock { $0.append(holder.withLock { $0?.bodyBytesRead } ?? 0) }
+                let name = request.path.split(separator: "/").last.map(String.init) ?? ""
+                return .init(status: 207, headers: [("Content-Type", "application/xml; charset=utf-8")], body: """
+                    <?xml version="1.0" encoding="utf-8"?>
+                    <d:multistatus xmlns:d="DAV:"><d:response><d:href>/dav/\(name)</d:href><d:propstat><d:prop>\
+                    <d:resourcetype/><d:getcontentlength>8</d:getcontentlength><d:getetag>"e8"</d:getetag></d:prop>\
+                    <d:status>HTTP/1.1 200 OK</d:status></d:propstat></d:response></d:multistatus>
+                    """)
+            default: return .init(status: 405)
+            }
+        }
+        holder.withLock { $0 = server }
+        defer { server.stop() }
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false))
+        let verdict = await store.decisiveLook(try RemotePath(["\(WebDAVStore.probePrefix)x"]), baseline: 8)
+        #expect(verdict == false)
+        let looks = readAtLooks.withLock { $0 }
+        #expect(looks.count > 1, "looked at before the server read the body too")
+        #expect((looks.last ?? 0) >= 4 << 20, "decided from a look after the server had read \(looks.last ?? 0) bytes of the body")
         await store.shutdown()
     }
 
