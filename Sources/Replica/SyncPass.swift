@@ -115,11 +115,14 @@ public struct SyncPass: Sendable {
         let twins = normalisationTwins(remote: remote, local: observed.local, recorded: recorded)
         let twinsScope = scoped.map { Self.listedFolders($0, recorded: recorded, local: observed.local) }
         let quiet = walked.quiet && Self.touchesNothing(widened) && unreadable.isEmpty && Self.versionsKnown(base)
-        if quiet { runner.provider.noteMatchedWalk(walked.digest, generation: generation) }
         // Nothing walked changed and every item is where and as the rows say (the usual full
         // pass): the planner would find nothing to do, so it is not run over every row.
         let agreed = !quiet && walked.quiet && unreadable.isEmpty && Self.versionsKnown(base)
             && Reconciler.agrees(observed.local, with: recorded)
+        // Either way the listing agreed with the rows: the next idle poll that lists the same
+        // reads no row (before, only a quiet pass said so, and a poll after a full scan read
+        // every row again).
+        if quiet || agreed { runner.provider.noteMatchedWalk(walked.digest, generation: generation) }
         let plan = quiet || agreed ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap(quiet ? "plan (nothing changed: skipped)" : agreed ? "plan (every item as recorded: skipped)" : "plan")
         runner.sweepParts(parts, plan: plan, remote: remote)

@@ -47,6 +47,13 @@ struct IdlePollTests {
             let idle = try await poll("idle poll \(round)", reads: 0)
             #expect(idle.steps == 0 && !idle.planned && idle.twinsScope == [])
         }
+        // A daemon's start: its first pass is a full scan, which finds everything as recorded
+        // and says so, so the first poll after it reads no row (it read them all again once).
+        let restarted = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
+        #expect(try await restarted.0.run().steps == 0)
+        restarted.2.reset()
+        #expect(try await restarted.0.run(.watched(SettledChanges(paths: [:]), remote: true)).steps == 0)
+        #expect(restarted.2.wholeReads == 0, "the first poll after the start read the rows \(restarted.2.wholeReads) time(s)")
 
         // An edit on the server, same size, deep down: the listing differs, so it is compared.
         try writeFile(remote + "/f7/deep/file3.txt", "CONTENT 7-3")
