@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import SyncEngine
 import Synchronization
 
@@ -16,11 +17,14 @@ extension WebDAVStore {
     /// changes says "in place"; a size that did not change is evidence only when the server
     /// was quick: when it answered the PUT long after the rest of the body went (a busy
     /// machine, a server that had not begun the PUT when the looks ended), the check runs
-    /// again with a longer window, and when that is slow too, `decisiveLook` decides. A
-    /// server still undecided after that is taken for one that writes in place: the safe
-    /// side (once, under load, WsgiDAV taken for atomic left the remains of a cut upload on
-    /// the server as a new version, and a conflict copy of the user's edit beside it).
-    func writesInPlace(_ scratch: RemotePath) async throws(ProviderError) -> Bool {
+    /// again with a longer window, and when that is slow too, `decisiveLook` decides (once,
+    /// under load, WsgiDAV taken for atomic left the remains of a cut upload on the server
+    /// as a new version, and a conflict copy of the user's edit beside it). A server still
+    /// undecided after that is judged by the name it gives (`server`, its `Server` header):
+    /// Apache, nginx and lighttpd write a PUT to a temporary file and rename it (and
+    /// Apache's lock database breaks under the LOCKs the other way would send); any other is
+    /// taken for one that writes in place, the safe side.
+    func writesInPlace(_ scratch: RemotePath, server: String) async throws(ProviderError) -> Bool {
         let clock = ContinuousClock(), sent = clock.now
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
         // What "quick" means here: the fixed allowance plus two round trips of a small PUT
@@ -40,8 +44,18 @@ extension WebDAVStore {
         }
         logger.info("the server was slow to answer each check of whether its PUT is atomic; checking with a PUT larger than the connection can hold")
         if let inPlace = await decisiveLook(scratch, baseline: baseline(of: scratch)) { return inPlace }
+        if Self.namesAtomicServer(server) {
+            logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic, as the server it names\(server) is")
+            return false
+        }
         logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for one that does, the safe side")
         return true
+    }
+
+    /// True when a `Server` header names a server whose PUT is atomic (README, compatibility).
+    static func namesAtomicServer(_ server: String) -> Bool {
+        let name = server.lowercased()
+        return ["apache", "nginx", "lighttpd"].contains { name.contains($0) }
     }
 
     private func baseline(of scratch: RemotePath) async -> Int64? {
@@ -49,29 +63,28 @@ extension WebDAVStore {
     }
 
     /// The check that does not depend on how fast the server is: a PUT whose first part
-    /// (`decisivePart`, more than the socket buffers of both ends hold) is handed over
-    /// whole before its last byte is held back. The body iterator asks for that byte only
-    /// once nearly all of the first part is in the kernel, so the server has read most of it, and
-    /// one that writes in place has written it into the file: a look that begins after
-    /// that and still sees the baseline size proves an atomic PUT. True (in place), false
-    /// (atomic), or nil when nothing was proven within `decisiveCap` (the PUT refused, a
-    /// server that answers one request at a time, a machine too busy).
+    /// (`decisivePart`: more than the socket's send buffer and the window of a receiver that
+    /// reads nothing hold) is written to the socket whole before its last byte is held back.
+    /// By then the server has read most of that part, and one that writes in place has
+    /// written it into the file: looks that begin after that (`listingLag` after) and still
+    /// see the baseline size prove an atomic PUT. True (in place), false (atomic), or nil when nothing was
+    /// proven within `decisiveCap` (the PUT refused, a slow uplink, a server that answers
+    /// one request at a time, a machine too busy). Behind a proxy that reads whole request
+    /// bodies before passing them on (nginx's default) a server is judged atomic: an upload
+    /// cut short never reaches it there.
     func decisiveLook(_ scratch: RemotePath, baseline: Int64?) async -> Bool? {
         guard let baseline else { return nil }
-        // In pieces: the HTTP client asks for the next piece at once while its connection
-        // takes more, and only once the connection has handed what it holds to the kernel
-        // otherwise, so only the last pieces' request says "handed over".
-        let piece = ByteBuffer(repeating: UInt8(ascii: "x"), count: 256 << 10)
-        let repeats = Self.decisivePart / piece.readableBytes
-        let total = Int64(repeats * piece.readableBytes + 1)
+        let first = ByteBuffer(repeating: UInt8(ascii: "x"), count: Self.decisivePart)
+        let total = Int64(first.readableBytes + 1)
         let gate = HeldBody.Gate()
-        var put = connection.request("PUT", path: paths.requestPath(scratch))
-        put.body = .stream(HeldBody(first: piece, repeats: repeats, rest: ByteBuffer(string: "x"), gate: gate), length: .known(total))
-        let connection = connection
+        let (connection, path) = (connection, paths.requestPath(scratch))
         let answered = Mutex(false)
-        let upload = Task { () async -> Result<CollectedResponse, ProviderError> in
+        let upload = Task { () async -> Result<HTTPResponseStatus, any Error> in
             defer { answered.withLock { $0 = true } }
-            do throws(ProviderError) { return .success(try await connection.send(put)) } catch { return .failure(error) }
+            do throws(ProviderError) {
+                return try await connection.heldPut(path: path, first: first, rest: ByteBuffer(string: "x"), gate: gate,
+                                                    deadline: Self.decisiveCap + .seconds(30))
+            } catch { return .failure(error) }
         }
         let release = Task {
             try? await Task.sleep(for: Self.decisiveCap)
@@ -79,26 +92,38 @@ extension WebDAVStore {
         }
         var verdict: Bool?
         // Until a verdict, the cap, or an answer before the held byte went (a PUT refused).
-        while verdict == nil, gate.openedAt == nil, !answered.withLock({ $0 }) {
+        // Looked at by PROPFIND: rclone answers a HEAD with the size from before the PUT for
+        // a moment after it began. "Atomic" only from looks a second after the handover, so
+        // a listing that lags that much still shows the file growing.
+        while verdict == nil, gate.openedAt == nil, gate.answeredAt == nil, !answered.withLock({ $0 }) {
             let began = ContinuousClock.now
-            let handedOver = gate.restRequestedAt.map { $0 <= began } ?? false
-            if let seen = try? await uploadedEntry(at: scratch).size {
-                if seen != baseline, seen < total { verdict = true } else if handedOver, seen == baseline { verdict = false }
+            let settled = gate.handedOverAt.map { began - $0 >= Self.listingLag } ?? false
+            if let seen = try? await entry(at: scratch).size {
+                if seen != baseline, seen < total { verdict = true } else if settled, seen == baseline { verdict = false }
             }
             if verdict == nil { try? await Task.sleep(for: .milliseconds(25)) }
         }
         gate.open()
         release.cancel()
-        if case .failure(let error) = await upload.value {
-            logger.info("the large PUT that checks whether the server's PUT is atomic failed (\(error.message)); judging from what was seen")
+        // Answered before its end (a refusal): AsyncHTTPClient would wait for the rest of
+        // a body the server no longer reads until the deadline.
+        if gate.answeredAt != nil { upload.cancel() }
+        switch await upload.value {
+        case .success(let status) where !(200..<300).contains(status.code):
+            logger.info("the large PUT that checks whether the server's PUT is atomic was answered \(status.code); judging from what was seen")
+        case .failure(let error):
+            logger.info("the large PUT that checks whether the server's PUT is atomic failed (\(error)); judging from what was seen")
+        case .success:
+            break
         }
         return verdict
     }
 
-    /// The decisive check's first part (Linux's largest automatic socket buffers are 4 MiB
-    /// to send and 6 MiB to receive) and how long it waits at most.
-    static let decisivePart = 16 << 20
+    /// The decisive check's first part (Linux's largest automatic send buffer is 4 MiB; a
+    /// receiver that reads nothing keeps its window small) and how long it waits at most.
+    static let decisivePart = 8 << 20
     static let decisiveCap = Duration.seconds(30)
+    static let listingLag = Duration.seconds(1)
 
     /// How long the looks at the scratch file last, first and second time (the first is
     /// short: each moment of a probe is one more in which a `kill -9` leaves its scratch file
@@ -152,16 +177,25 @@ struct HeldBody: AsyncSequence, Sendable {
     final class Gate: Sendable {
         private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
         private let opened = Mutex<ContinuousClock.Instant?>(nil)
-        private let requested = Mutex<ContinuousClock.Instant?>(nil)
+        private let handedOver = Mutex<ContinuousClock.Instant?>(nil)
 
         /// When the gate first opened.
         var openedAt: ContinuousClock.Instant? { opened.withLock { $0 } }
 
-        /// When the body first asked for its held part: the first part was handed over.
-        var restRequestedAt: ContinuousClock.Instant? { requested.withLock { $0 } }
+        private let answered = Mutex<ContinuousClock.Instant?>(nil)
 
-        func noteRestRequested() {
-            requested.withLock { $0 = $0 ?? ContinuousClock.now }
+        /// When the first part was written to the socket (`WebDAVConnection.heldPut`).
+        var handedOverAt: ContinuousClock.Instant? { handedOver.withLock { $0 } }
+
+        /// When the server's answer began, or the exchange failed (`WebDAVConnection.heldPut`).
+        var answeredAt: ContinuousClock.Instant? { answered.withLock { $0 } }
+
+        func noteHandedOver() {
+            handedOver.withLock { $0 = $0 ?? ContinuousClock.now }
+        }
+
+        func noteAnswered() {
+            answered.withLock { $0 = $0 ?? ContinuousClock.now }
         }
 
         func open() {
@@ -186,9 +220,6 @@ struct HeldBody: AsyncSequence, Sendable {
     }
 
     let first: ByteBuffer
-    /// How many times `first` is sent before `rest` is held, and the pause between two.
-    var repeats = 1
-    var pace = Duration.milliseconds(2)
     let rest: ByteBuffer
     let gate: Gate
 
@@ -200,13 +231,7 @@ struct HeldBody: AsyncSequence, Sendable {
             sent += 1
             switch sent {
             case 1: return body.first
-            case _ where sent <= body.repeats:
-                // A pause between pieces lets the client's connection say it holds enough
-                // (its backpressure) before the next piece is asked for.
-                try? await Task.sleep(for: body.pace)
-                return body.first
-            case body.repeats + 1:
-                body.gate.noteRestRequested()
+            case 2:
                 await body.gate.wait()
                 return body.rest
             default: return nil

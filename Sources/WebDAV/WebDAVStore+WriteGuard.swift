@@ -110,7 +110,7 @@ extension WebDAVStore {
             lacks = try await missingGuarantees(scratch)
             // A store of one connection (one that only makes a folder) cannot look while a
             // PUT holds it: it takes the server for atomic, as before this check.
-            if lacks.isEmpty, connection.connections > 1, try await writesInPlace(scratch) { lacks.append(Self.inPlace) }
+            if lacks.isEmpty, connection.connections > 1, try await writesInPlace(scratch, server: server) { lacks.append(Self.inPlace) }
         } catch {
             await removeProbeFiles([scratch], token: nil)
             throw error

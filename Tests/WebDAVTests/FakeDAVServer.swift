@@ -45,11 +45,16 @@ final class FakeDAVServer: Sendable {
     var bodyBytesRead: Int { bodyBytes.withLock { $0 } }
 
     /// A body longer than this is answered 413 before it is read, and the connection closed
-    /// (as nginx does above its `client_max_body_size`).
+    /// once the client stops sending (as nginx does above its `client_max_body_size`).
     private let refusedBodiesOver: Int
 
-    init(largeBodyPause: useconds_t = 0, refusedBodiesOver: Int = .max, respond: @escaping @Sendable (Request) -> Response) throws {
+    /// The `Server` header of every answer.
+    private let serverName: String
+
+    init(largeBodyPause: useconds_t = 0, refusedBodiesOver: Int = .max, serverName: String = "FakeDAV/1.0",
+         respond: @escaping @Sendable (Request) -> Response) throws {
         self.respond = respond
+        self.serverName = serverName
         self.largeBodyPause = largeBodyPause
         self.refusedBodiesOver = refusedBodiesOver
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -121,6 +126,10 @@ final class FakeDAVServer: Sendable {
                 log.withLock { $0.append(Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)) }
                 let refusal = Array("HTTP/1.1 413 Fake\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
                 _ = refusal.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                // nginx's lingering close: what comes is read and dropped until the client
+                // closes, so the answer is not lost to a reset.
+                shutdown(client, Int32(SHUT_WR))
+                while Self.read(client) != nil {}
                 return
             }
             // The pace of a busy server, not a wait for an event.
@@ -137,7 +146,7 @@ final class FakeDAVServer: Sendable {
             let response = respond(request)
             if response.hangUp { return }
             let body = response.bytes ?? Array(response.body.utf8)
-            var text = "HTTP/1.1 \(response.status) Fake\r\nServer: FakeDAV/1.0\r\nContent-Length: \(body.count)\r\n"
+            var text = "HTTP/1.1 \(response.status) Fake\r\nServer: \(serverName)\r\nContent-Length: \(body.count)\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
             let bytes = Array((text + "\r\n").utf8) + body
             var sent = 0
