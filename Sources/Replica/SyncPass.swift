@@ -119,9 +119,7 @@ public struct SyncPass: Sendable {
         // pass): the planner would find nothing to do, so it is not run over every row.
         let agreed = !quiet && walked.quiet && unreadable.isEmpty && Self.versionsKnown(base)
             && Reconciler.agrees(observed.local, with: recorded)
-        // Either way the listing agreed with the rows: the next idle poll that lists the same
-        // reads no row (before, only a quiet pass said so, and a poll after a full scan read
-        // every row again).
+        // Either way the listing agreed with the rows: the next poll listing the same reads none.
         if quiet || agreed { runner.provider.noteMatchedWalk(walked.digest, generation: generation) }
         let plan = quiet || agreed ? [] : plan(base: base, local: observed.local, remote: remote, recorded: recorded)
         lap(quiet ? "plan (nothing changed: skipped)" : agreed ? "plan (every item as recorded: skipped)" : "plan")
