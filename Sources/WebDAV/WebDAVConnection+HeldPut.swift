@@ -5,65 +5,65 @@ import NIOHTTP1
 import SyncEngine
 import Synchronization
 
-// A PUT whose body is sent up to its held end, knowing when that part left this process:
+// A PUT whose body is sent up to its last byte, knowing when that part left this process:
 // the write-guard probe's decisive in-place check (`WebDAVStore.decisiveLook`). Through
 // AsyncHTTPClient's delegate API, whose `didSendRequestPart` comes once a part's bytes are
 // written to the socket; the async API's body iterator is asked for more at once while the
 // client's event loop has not caught up, which on a busy machine says nothing.
 extension WebDAVConnection {
-    /// Sends a PUT of `first` then `rest` to `path`, `rest` held until `gate` opens.
-    /// `gate.handedOverAt` is set once `first` is written to the socket. Returns the
-    /// answer's status, or why the exchange failed. Cancelled by `deadline` or by the
-    /// caller's cancellation.
-    func heldPut(path: String, first: ByteBuffer, rest: ByteBuffer, gate: HeldBody.Gate,
-                 deadline: Duration) async throws(ProviderError) -> Result<HTTPResponseStatus, any Error> {
+    /// Sends a PUT to `path` declaring one byte more than `first`, and writes `first`;
+    /// `gate.handedOverAt` is set once it is written to the socket. The last byte is never
+    /// sent: when `gate` opens, the body fails and the exchange ends (writing it while the
+    /// client's upload is paused, then failing, would leave a promise AsyncHTTPClient never
+    /// completes). Returns the status of an answer that came before that (a refusal), else
+    /// nil. A request on a kept-alive connection the server had just closed is sent once
+    /// more. `gate.answeredAt` is set when the exchange is over on the server's side.
+    func heldPut(path: String, first: ByteBuffer, gate: HeldBody.Gate, deadline: Duration) async throws(ProviderError) -> HTTPResponseStatus? {
         let authorized = try await authorized(request("PUT", path: path))
         let client = try await client()
-        let url: URL
-        do {
-            url = try URL(string: authorized.url).orThrow()
-        } catch {
-            return .failure(error)
+        guard let url = URL(string: authorized.url) else {
+            gate.noteAnswered()
+            return nil
         }
-        let body = HTTPClient.Body.stream(contentLength: Int64(first.readableBytes + rest.readableBytes)) { writer in
-            let sent = writer.write(.byteBuffer(first))
-            return sent.flatMap {
-                let released = sent.eventLoop.makePromise(of: Void.self)
-                Task {
-                    await gate.wait()
-                    released.succeed(())
+        var attempt = 0
+        while true {
+            attempt += 1
+            let delegate = HeldPutDelegate(gate: gate, firstLength: first.readableBytes)
+            do {
+                let body = HTTPClient.Body.stream(contentLength: Int64(first.readableBytes + 1)) { writer in
+                    let sent = writer.write(.byteBuffer(first))
+                    return sent.flatMap {
+                        let ended = sent.eventLoop.makePromise(of: Void.self)
+                        Task {
+                            await gate.wait()
+                            ended.fail(HeldPutEnded())
+                        }
+                        return ended.futureResult
+                    }
                 }
-                return released.futureResult.flatMap { writer.write(.byteBuffer(rest)) }
+                let request = try HTTPClient.Request(url: url, method: .PUT, headers: authorized.headers, body: body)
+                let task = client.execute(request: request, delegate: delegate, deadline: .now() + WebDAVConnection.timeAmount(deadline))
+                _ = try await task.futureResult.get()
+            } catch {
+                if attempt == 1, gate.handedOverAt == nil, gate.openedAt == nil, delegate.status == nil, Self.isClose(error) { continue }
             }
-        }
-        let delegate = HeldPutDelegate(gate: gate, firstLength: first.readableBytes)
-        do {
-            let request = try HTTPClient.Request(url: url, method: .PUT, headers: authorized.headers, body: body)
-            let task = client.execute(request: request, delegate: delegate, deadline: .now() + WebDAVConnection.timeAmount(deadline))
-            return .success(try await withTaskCancellationHandler {
-                try await task.futureResult.get()
-            } onCancel: {
-                task.cancel()
-            })
-        } catch {
-            return .failure(error)
+            gate.noteAnswered()
+            return delegate.status
         }
     }
 }
 
-extension Optional {
-    fileprivate func orThrow() throws -> Wrapped {
-        guard let self else { throw HTTPClientError.invalidURL }
-        return self
-    }
-}
+/// The error that ends a held PUT's body.
+private struct HeldPutEnded: Error {}
 
-/// Notes when the held PUT's first part was written to the socket; collects the status.
+/// Notes when the held PUT's first part was written to the socket, and an early answer.
 private final class HeldPutDelegate: HTTPClientResponseDelegate {
-    typealias Response = HTTPResponseStatus
+    typealias Response = Void
     let gate: HeldBody.Gate
     let firstLength: Int
-    private let status = Mutex<HTTPResponseStatus?>(nil)
+    private let answer = Mutex<HTTPResponseStatus?>(nil)
+
+    var status: HTTPResponseStatus? { answer.withLock { $0 } }
 
     init(gate: HeldBody.Gate, firstLength: Int) {
         self.gate = gate
@@ -75,19 +75,10 @@ private final class HeldPutDelegate: HTTPClientResponseDelegate {
     }
 
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-        status.withLock { $0 = head.status }
+        answer.withLock { $0 = head.status }
         gate.noteAnswered()
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    func didReceiveError(task: HTTPClient.Task<Response>, _ error: any Error) {
-        // The exchange failed (a refusal that closed the connection): the held part will not
-        // be asked for, and waiting for it would wait until the deadline.
-        gate.noteAnswered()
-    }
-
-    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
-        guard let status = status.withLock({ $0 }) else { throw HTTPClientError.remoteConnectionClosed }
-        return status
-    }
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws {}
 }

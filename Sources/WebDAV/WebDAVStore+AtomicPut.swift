@@ -20,10 +20,9 @@ extension WebDAVStore {
     /// again with a longer window, and when that is slow too, `decisiveLook` decides (once,
     /// under load, WsgiDAV taken for atomic left the remains of a cut upload on the server
     /// as a new version, and a conflict copy of the user's edit beside it). A server still
-    /// undecided after that is judged by the name it gives (`server`, its `Server` header):
-    /// Apache, nginx and lighttpd write a PUT to a temporary file and rename it (and
-    /// Apache's lock database breaks under the LOCKs the other way would send); any other is
-    /// taken for one that writes in place, the safe side.
+    /// undecided after that is taken for one that writes in place, the safe side, unless it
+    /// names itself Apache (`server`, its `Server` header): Apache's PUT is atomic, and its
+    /// lock database breaks under the LOCKs the other way would send.
     func writesInPlace(_ scratch: RemotePath, server: String) async throws(ProviderError) -> Bool {
         let clock = ContinuousClock(), sent = clock.now
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
@@ -44,22 +43,25 @@ extension WebDAVStore {
         }
         logger.info("the server was slow to answer each check of whether its PUT is atomic; checking with a PUT larger than the connection can hold")
         if let inPlace = await decisiveLook(scratch, baseline: baseline(of: scratch)) { return inPlace }
-        if Self.namesAtomicServer(server) {
-            logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic, as the server it names\(server) is")
+        if Self.namesApache(server) {
+            logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic, as Apache's is\(server)")
             return false
         }
         logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for one that does, the safe side")
         return true
     }
 
-    /// True when a `Server` header names a server whose PUT is atomic (README, compatibility).
-    static func namesAtomicServer(_ server: String) -> Bool {
-        let name = server.lowercased()
-        return ["apache", "nginx", "lighttpd"].contains { name.contains($0) }
+    /// True when a `Server` header (as the probe formats it: " (…)") names Apache httpd
+    /// by its product token ("Apache" or "Apache/…"; not Tomcat's "Apache-Coyote").
+    static func namesApache(_ server: String) -> Bool {
+        let header = server.trimmingCharacters(in: CharacterSet(charactersIn: " ()"))
+        let product = header.prefix { $0 != "/" && $0 != " " }
+        return product.lowercased() == "apache"
     }
 
+    /// The size the decisive check's looks compare with, looked at as they look.
     private func baseline(of scratch: RemotePath) async -> Int64? {
-        try? await uploadedEntry(at: scratch).size
+        try? await entry(at: scratch).size
     }
 
     /// The check that does not depend on how fast the server is: a PUT whose first part
@@ -78,24 +80,19 @@ extension WebDAVStore {
         let total = Int64(first.readableBytes + 1)
         let gate = HeldBody.Gate()
         let (connection, path) = (connection, paths.requestPath(scratch))
-        let answered = Mutex(false)
-        let upload = Task { () async -> Result<HTTPResponseStatus, any Error> in
-            defer { answered.withLock { $0 = true } }
-            do throws(ProviderError) {
-                return try await connection.heldPut(path: path, first: first, rest: ByteBuffer(string: "x"), gate: gate,
-                                                    deadline: Self.decisiveCap + .seconds(30))
-            } catch { return .failure(error) }
+        let upload = Task { () async -> HTTPResponseStatus? in
+            try? await connection.heldPut(path: path, first: first, gate: gate, deadline: Self.decisiveCap + .seconds(30))
         }
         let release = Task {
             try? await Task.sleep(for: Self.decisiveCap)
             gate.open()
         }
         var verdict: Bool?
-        // Until a verdict, the cap, or an answer before the held byte went (a PUT refused).
+        // Until a verdict, the cap, or the end of the exchange (a refusal, a failure).
         // Looked at by PROPFIND: rclone answers a HEAD with the size from before the PUT for
         // a moment after it began. "Atomic" only from looks a second after the handover, so
         // a listing that lags that much still shows the file growing.
-        while verdict == nil, gate.openedAt == nil, gate.answeredAt == nil, !answered.withLock({ $0 }) {
+        while verdict == nil, gate.openedAt == nil, gate.answeredAt == nil, !Task.isCancelled {
             let began = ContinuousClock.now
             let settled = gate.handedOverAt.map { began - $0 >= Self.listingLag } ?? false
             if let seen = try? await entry(at: scratch).size {
@@ -103,18 +100,12 @@ extension WebDAVStore {
             }
             if verdict == nil { try? await Task.sleep(for: .milliseconds(25)) }
         }
+        // The PUT never gets its last byte: it ends here, cut short (a server that writes in
+        // place leaves the scratch file truncated; the probe deletes it).
         gate.open()
         release.cancel()
-        // Answered before its end (a refusal): AsyncHTTPClient would wait for the rest of
-        // a body the server no longer reads until the deadline.
-        if gate.answeredAt != nil { upload.cancel() }
-        switch await upload.value {
-        case .success(let status) where !(200..<300).contains(status.code):
+        if let status = await upload.value, !(200..<300).contains(status.code) {
             logger.info("the large PUT that checks whether the server's PUT is atomic was answered \(status.code); judging from what was seen")
-        case .failure(let error):
-            logger.info("the large PUT that checks whether the server's PUT is atomic failed (\(error)); judging from what was seen")
-        case .success:
-            break
         }
         return verdict
     }
