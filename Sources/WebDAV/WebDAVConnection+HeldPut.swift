@@ -28,6 +28,8 @@ extension WebDAVConnection {
         var attempt = 0
         while true {
             attempt += 1
+            // The check ended while the first attempt failed: no second PUT after its verdict.
+            if attempt == 2, gate.openedAt != nil { break }
             let delegate = HeldPutDelegate(gate: gate, firstLength: first.readableBytes)
             do {
                 let body = HTTPClient.Body.stream(contentLength: Int64(first.readableBytes + 1)) { writer in
@@ -50,6 +52,8 @@ extension WebDAVConnection {
             gate.noteAnswered()
             return delegate.status
         }
+        gate.noteAnswered()
+        return nil
     }
 }
 

@@ -43,6 +43,8 @@ extension WebDAVStore {
         }
         logger.info("the server was slow to answer each check of whether its PUT is atomic; checking with a PUT larger than the connection can hold")
         if let inPlace = await decisiveLook(scratch, baseline: baseline(of: scratch)) { return inPlace }
+        // A probe cancelled meanwhile decides nothing: its verdict would be kept.
+        if Task.isCancelled { throw ProviderError(.cancelled, "the write-guard probe was cancelled") }
         if Self.namesApache(server) {
             logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic, as Apache's is\(server)")
             return false
@@ -81,7 +83,8 @@ extension WebDAVStore {
         let gate = HeldBody.Gate()
         let (connection, path) = (connection, paths.requestPath(scratch))
         let upload = Task { () async -> HTTPResponseStatus? in
-            try? await connection.heldPut(path: path, first: first, gate: gate, deadline: Self.decisiveCap + .seconds(30))
+            defer { gate.noteAnswered() }  // also when it could not begin (no client, no password)
+            return try? await connection.heldPut(path: path, first: first, gate: gate, deadline: Self.decisiveCap + .seconds(30))
         }
         let release = Task {
             try? await Task.sleep(for: Self.decisiveCap)

@@ -19,7 +19,9 @@ struct SlowPutProbeTests {
         let state = Mutex((bigPuts: 0, size: 0, bodyBytes: 0))
         let holder = Mutex<FakeDAVServer?>(nil)
         let server = try FakeDAVServer(refusedBodiesOver: refusedBodiesOver, serverName: name) { request in
-            // Every body read whole so far: more than that read means one is arriving now.
+            // Every body read whole so far: more than that read means one is arriving now. (A
+            // body cut short is never handled here: after one, every request looks "reading";
+            // only the decisive check cuts one, and it is the last PUT of a probe.)
             let length = Int(request.headers["content-length"] ?? "0") ?? 0
             state.withLock { $0.bodyBytes += length }
             switch request.method {
