@@ -135,7 +135,7 @@ extension WebDAVStore {
         let half = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 << 10)
         let gate = HeldBody.Gate()
         var put = connection.request("PUT", path: paths.requestPath(scratch))
-        put.body = .stream(HeldBody(first: half, rest: half, gate: gate), length: .known(Int64(2 * half.readableBytes)))
+        put.body = .stream(HeldBody(half: half, gate: gate), length: .known(Int64(2 * half.readableBytes)))
         let connection = connection
         let upload = Task { () async -> Result<CollectedResponse, ProviderError> in
             do throws(ProviderError) { return .success(try await connection.send(put)) } catch { return .failure(error) }
@@ -164,9 +164,10 @@ extension WebDAVStore {
     }
 }
 
-/// A PUT body of two parts, the second held until `gate` opens. Each iteration starts over
-/// (a request sent again on a new connection sends its whole body again); once open, the
-/// gate lets every later iteration through at once.
+/// A PUT body of two equal halves, the second held until `gate` opens. Each iteration
+/// starts over (a request sent again on a new connection sends its whole body again); once
+/// open, the gate lets every later iteration through at once. The gate also notes, for
+/// `WebDAVConnection.heldPut`, when a first part left this process and when it was answered.
 struct HeldBody: AsyncSequence, Sendable {
     final class Gate: Sendable {
         private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
@@ -213,8 +214,7 @@ struct HeldBody: AsyncSequence, Sendable {
         }
     }
 
-    let first: ByteBuffer
-    let rest: ByteBuffer
+    let half: ByteBuffer
     let gate: Gate
 
     struct AsyncIterator: AsyncIteratorProtocol {
@@ -224,10 +224,10 @@ struct HeldBody: AsyncSequence, Sendable {
         mutating func next() async -> ByteBuffer? {
             sent += 1
             switch sent {
-            case 1: return body.first
+            case 1: return body.half
             case 2:
                 await body.gate.wait()
-                return body.rest
+                return body.half
             default: return nil
             }
         }

@@ -9,9 +9,8 @@ import TestSupport
 /// file as it arrives, Apache, nginx and lighttpd do not.
 @Suite("the decisive in-place check on the real servers")
 struct AtomicPutContractTests {
-    static var kinds: [StoreKind] { StoreKind.available.filter { $0.isWebDAV && $0 != .apacheDepthInfinity } }
-
-    @Test("a PUT larger than the connection holds tells a server that writes in place from one that does not", arguments: kinds)
+    @Test("a PUT larger than the connection holds tells a server that writes in place from one that does not",
+          arguments: ProbeLeftoverContractTests.kinds)
     func decisive(kind: StoreKind) async throws {
         try await withStore(kind) { (f: StoreFixture) async throws in
             let client = try f.webDAVClient(probeOwner: "test-" + UUID().uuidString.prefix(8))
