@@ -12,48 +12,40 @@ import Synchronization
 // client's event loop has not caught up, which on a busy machine says nothing.
 extension WebDAVConnection {
     /// Sends a PUT to `path` declaring one byte more than `first`, and writes `first`;
-    /// `gate.handedOverAt` is set once it is written to the socket. The last byte is never
-    /// sent: when `gate` opens, the body fails and the exchange ends (writing it while the
-    /// client's upload is paused, then failing, would leave a promise AsyncHTTPClient never
+    /// `gate.handedOverAt` is set once it is written to the socket. The PUT goes on a
+    /// connection of its own: a kept-alive one may have a receive buffer grown by earlier
+    /// traffic (Linux lets it grow to `tcp_rmem`'s largest, 32 MiB here) that could hold all
+    /// of `first` while the server reads none of it. The last byte is never sent: when
+    /// `gate` opens, the body fails and the exchange ends (writing it while the client's
+    /// upload is paused, then failing, would leave a promise AsyncHTTPClient never
     /// completes). Returns the status of an answer that came before that (a refusal), else
-    /// nil. A request on a kept-alive connection the server had just closed is sent once
-    /// more. `gate.answeredAt` is set when the exchange is over on the server's side.
+    /// nil. `gate.answeredAt` is set when the exchange is over on the server's side.
     func heldPut(path: String, first: ByteBuffer, gate: HeldBody.Gate, deadline: Duration) async throws(ProviderError) -> HTTPResponseStatus? {
+        defer { gate.noteAnswered() }
         let authorized = try await authorized(request("PUT", path: path))
-        let client = try await client()
-        guard let url = URL(string: authorized.url) else {
-            gate.noteAnswered()
-            return nil
-        }
-        var attempt = 0
-        while true {
-            attempt += 1
-            // The check ended while the first attempt failed: no second PUT after its verdict.
-            if attempt == 2, gate.openedAt != nil { break }
-            let delegate = HeldPutDelegate(gate: gate, firstLength: first.readableBytes)
-            do {
-                let body = HTTPClient.Body.stream(contentLength: Int64(first.readableBytes + 1)) { writer in
-                    let sent = writer.write(.byteBuffer(first))
-                    return sent.flatMap {
-                        let ended = sent.eventLoop.makePromise(of: Void.self)
-                        Task {
-                            await gate.wait()
-                            ended.fail(HeldPutEnded())
-                        }
-                        return ended.futureResult
+        guard let url = URL(string: authorized.url) else { return nil }
+        let client = try await separateClient()
+        let delegate = HeldPutDelegate(gate: gate, firstLength: first.readableBytes)
+        do {
+            let body = HTTPClient.Body.stream(contentLength: Int64(first.readableBytes + 1)) { writer in
+                let sent = writer.write(.byteBuffer(first))
+                return sent.flatMap {
+                    let ended = sent.eventLoop.makePromise(of: Void.self)
+                    Task {
+                        await gate.wait()
+                        ended.fail(HeldPutEnded())
                     }
+                    return ended.futureResult
                 }
-                let request = try HTTPClient.Request(url: url, method: .PUT, headers: authorized.headers, body: body)
-                let task = client.execute(request: request, delegate: delegate, deadline: .now() + WebDAVConnection.timeAmount(deadline))
-                _ = try await task.futureResult.get()
-            } catch {
-                if attempt == 1, gate.handedOverAt == nil, gate.openedAt == nil, delegate.status == nil, Self.isClose(error) { continue }
             }
-            gate.noteAnswered()
-            return delegate.status
+            let request = try HTTPClient.Request(url: url, method: .PUT, headers: authorized.headers, body: body)
+            let task = client.execute(request: request, delegate: delegate, deadline: .now() + WebDAVConnection.timeAmount(deadline))
+            _ = try await task.futureResult.get()
+        } catch {
+            // Cut short by the gate, refused, or the connection failed: the status says which.
         }
-        gate.noteAnswered()
-        return nil
+        try? await client.shutdown()
+        return delegate.status
     }
 }
 

@@ -111,7 +111,7 @@ final class WebDAVConnection: Sendable {
     let endpoint: WebDAVEndpoint
     /// The HTTP client; made at the first request when a certificate is pinned (its
     /// settings need the server's chain), at once otherwise.
-    private let clients: Mutex<HTTPClient?>
+    private let clients: Mutex<(client: HTTPClient, configuration: HTTPClient.Configuration)?>
     private let configuration: HTTPClient.Configuration
     /// The largest metadata answer accepted (a hostile server cannot exhaust memory).
     static let maximumMetadataBytes = 256 << 20
@@ -151,7 +151,7 @@ final class WebDAVConnection: Sendable {
         if endpoint.trust.certificateSHA256 == nil || endpoint.baseURL.scheme?.lowercased() != "https" {
             // A `ca_file` that cannot be read fails every request with its reason instead.
             if let tls = try? endpoint.trust.configuration() { configuration.tlsConfiguration = tls }
-            clients.withLock { $0 = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration) }
+            clients.withLock { $0 = (HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration), configuration) }
         }
     }
 
@@ -159,7 +159,7 @@ final class WebDAVConnection: Sendable {
     /// the certificate `certificate_sha256` names must be among those the server presents,
     /// and becomes the only root trusted.
     func client() async throws(ProviderError) -> HTTPClient {
-        if let client = clients.withLock({ $0 }) { return client }
+        if let client = clients.withLock({ $0?.client }) { return client }
         if let caFile = endpoint.trust.caFile { _ = try ServerTrust(caFile: caFile).configuration() }
         let (host, port) = endpoint.hostAndPort
         let chain = try await PresentedChain.fetch(host: host, port: port, timeout: limits.connectTimeout)
@@ -176,12 +176,21 @@ final class WebDAVConnection: Sendable {
         configuration.tlsConfiguration = try endpoint.trust.configuration(pinned: pinned, isServers: pinned.sha256 == chain.first?.sha256)
         let made = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let (client, spare) = clients.withLock { state -> (HTTPClient, HTTPClient?) in
-            if let state { return (state, made) }
-            state = made
+            if let state { return (state.client, made) }
+            state = (made, configuration)
             return (made, nil)
         }
         if let spare { try? await spare.shutdown() }
         return client
+    }
+
+    /// A client of its own with the pooled client's settings, for one exchange that needs a
+    /// connection nothing else used (whose receive buffer has not grown with earlier
+    /// traffic: `heldPut`). The caller shuts it down.
+    func separateClient() async throws(ProviderError) -> HTTPClient {
+        _ = try await client()
+        let configuration = clients.withLock { $0?.configuration } ?? configuration
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {
@@ -189,7 +198,7 @@ final class WebDAVConnection: Sendable {
     }
 
     func shutdown() async {
-        try? await clients.withLock({ $0 })?.shutdown()
+        try? await clients.withLock({ $0?.client })?.shutdown()
     }
 
     /// A request for `path` (already encoded, absolute) with the common headers; `send`

@@ -9,47 +9,37 @@ import Synchronization
 extension WebDAVStore {
     /// Whether the server writes a PUT's body into the file itself as it arrives (WsgiDAV,
     /// golang.org/x/net/webdav) instead of a temporary it renames when the body is complete
-    /// (Apache, nginx, lighttpd): `scratch` is given 8 bytes, then a PUT of 128 KiB sends
-    /// half its body and holds the rest while `scratch` is looked at on another connection
-    /// (`heldPutLook`). Conditional headers cannot guard such a server's writes whole: an
-    /// upload cut short (a network drop, a file changed while it was sent) leaves a
-    /// truncated file that other clients download as the new version. Only a size that
-    /// changes says "in place"; a size that did not change is evidence only when the server
-    /// was quick: when it answered the PUT long after the rest of the body went (a busy
-    /// machine, a server that had not begun the PUT when the looks ended), the check runs
-    /// again with a longer window, and when that is slow too, `decisiveLook` decides (once,
-    /// under load, WsgiDAV taken for atomic left the remains of a cut upload on the server
-    /// as a new version, and a conflict copy of the user's edit beside it). A server still
-    /// undecided after that is taken for one that writes in place, the safe side, unless it
-    /// names itself Apache (`server`, its `Server` header): Apache's PUT is atomic, and its
-    /// lock database breaks under the LOCKs the other way would send.
+    /// (Apache, nginx, lighttpd). Conditional headers cannot guard such a server's writes
+    /// whole: an upload cut short (a network drop, a file changed while it was sent) leaves
+    /// a truncated file that other clients download as the new version.
+    ///
+    /// `scratch` is given 8 bytes, then a PUT of 128 KiB sends half its body and holds the
+    /// rest while `scratch` is looked at on another connection (`heldPutLook`): a size that
+    /// changes proves "in place", quickly, on an idle machine. A size that did not change
+    /// proves nothing, however quickly the server answered: the server may not have read
+    /// the half yet (under load, WsgiDAV taken for atomic that way left the remains of a cut
+    /// upload on the server as a new version, and a conflict copy of the user's edit beside
+    /// it). Only `decisiveLook`, which knows the server has read most of a body, proves
+    /// "atomic". A server still undecided after that is taken for one that writes in place,
+    /// the safe side, unless it names itself Apache (`server`, its `Server` header): Apache's
+    /// PUT is atomic, and its lock database breaks under the LOCKs the other way would send.
     func writesInPlace(_ scratch: RemotePath, server: String) async throws(ProviderError) -> Bool {
-        let clock = ContinuousClock(), sent = clock.now
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
-        // What "quick" means here: the fixed allowance plus two round trips of a small PUT
-        // (a distant server or a slow link is not a slow server).
-        let quick = Self.quickAnswer + (clock.now - sent) * 2
         guard (200..<300).contains(before.code) else {
             if before.code == 401 { throw before.providerError("PUT", scratch) }
             logger.info("could not check whether the server's PUT is atomic (an 8-byte PUT was answered \(before.code)); taking it for atomic")
             return false
         }
-        for window in Self.inPlaceWindows {
-            guard let baseline = try? await uploadedEntry(at: scratch).size else { return false }
-            let look = await heldPutLook(scratch, baseline: baseline, window: window)
-            if look.changed { return true }
-            if look.answerDelay <= quick { return false }
-            logger.info("the server answered the PUT that checks whether its PUT is atomic \(look.answerDelay) after its body ended; looking again for longer")
-        }
-        logger.info("the server was slow to answer each check of whether its PUT is atomic; checking with a PUT larger than the connection can hold")
+        guard let uploaded = try? await uploadedEntry(at: scratch).size else { return false }
+        if await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow) { return true }
         if let inPlace = await decisiveLook(scratch, baseline: baseline(of: scratch)) { return inPlace }
         // A probe cancelled meanwhile decides nothing: its verdict would be kept.
         if Task.isCancelled { throw ProviderError(.cancelled, "the write-guard probe was cancelled") }
         if Self.namesApache(server) {
-            logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for atomic, as Apache's is\(server)")
+            logger.notice("could not tell whether the server writes a PUT in place; taking it for atomic, as Apache's is\(server)")
             return false
         }
-        logger.notice("could not tell whether the server writes a PUT in place (it was slow to answer each check); taking it for one that does, the safe side")
+        logger.notice("could not tell whether the server writes a PUT in place; taking it for one that does, the safe side")
         return true
     }
 
@@ -119,19 +109,15 @@ extension WebDAVStore {
     static let decisiveCap = Duration.seconds(30)
     static let listingLag = Duration.seconds(1)
 
-    /// How long the looks at the scratch file last, first and second time (the first is
-    /// short: each moment of a probe is one more in which a `kill -9` leaves its scratch file
-    /// on the server), and how soon after its body ends a PUT must be answered for "nothing
-    /// changed" to count (besides two round trips of a small PUT).
-    static let inPlaceWindows: [Duration] = [.milliseconds(250), .seconds(2)]
-    static let quickAnswer = Duration.milliseconds(150)
+    /// How long the looks at the scratch file last (short: each moment of a probe is one
+    /// more in which a `kill -9` leaves its scratch file on the server).
+    static let inPlaceWindow = Duration.milliseconds(250)
 
     /// A PUT of 128 KiB over `scratch` whose second half is held while the file is looked at
     /// for `window` (and at most `window` plus a second whatever the looks do: a server that
-    /// answers one request at a time would hold a look behind the PUT). `changed` when a look
-    /// saw a size other than `baseline` and short of the whole body; `answerDelay` is how
-    /// long the PUT's answer came after the rest of its body was let go.
-    func heldPutLook(_ scratch: RemotePath, baseline: Int64, window: Duration) async -> (changed: Bool, answerDelay: Duration) {
+    /// answers one request at a time would hold a look behind the PUT). True when a look saw
+    /// a size other than `baseline` and short of the whole body: the server writes in place.
+    func heldPutLook(_ scratch: RemotePath, baseline: Int64, window: Duration) async -> Bool {
         let half = ByteBuffer(repeating: UInt8(ascii: "x"), count: 64 << 10)
         let gate = HeldBody.Gate()
         var put = connection.request("PUT", path: paths.requestPath(scratch))
@@ -155,12 +141,9 @@ extension WebDAVStore {
         if case .failure(let error) = await upload.value {
             logger.info("the PUT that checks whether the server's PUT is atomic failed (\(error.message)); judging from what was seen")
         }
-        // From when the rest of the body was let go: by the looks' end, or earlier by the
-        // release (a server that answers one request at a time held a look behind the PUT).
-        let answerDelay = clock.now - (gate.openedAt ?? clock.now)
         // A look answered only after the PUT ended sees the whole body: not "in place".
-        guard let seen, seen != baseline, seen < Int64(2 * half.readableBytes) else { return (false, answerDelay) }
-        return (true, answerDelay)
+        guard let seen, seen != baseline else { return false }
+        return seen < Int64(2 * half.readableBytes)
     }
 }
 

@@ -41,6 +41,13 @@ final class FakeDAVServer: Sendable {
     private let bodyBytes = Mutex(0)
 
     var requests: [Request] { log.withLock { $0 } }
+
+    /// Every request head read, in order, with the number of the connection it came on
+    /// (counted from 1 as accepted) and its declared body length: also requests whose body
+    /// never came whole, which `requests` leaves out.
+    var heads: [(connection: Int, method: String, length: Int)] { headLog.withLock { $0 } }
+    private let headLog = Mutex<[(connection: Int, method: String, length: Int)]>([])
+    private let accepted = Mutex(0)
     var url: URL { URL(string: "http://127.0.0.1:\(port)/dav/")! }
     var bodyBytesRead: Int { bodyBytes.withLock { $0 } }
 
@@ -89,7 +96,11 @@ final class FakeDAVServer: Sendable {
                     close(listener)
                     return
                 }
-                Thread.detachNewThread { [self] in serve(client) }
+                let number = accepted.withLock { count in
+                    count += 1
+                    return count
+                }
+                Thread.detachNewThread { [self] in serve(client, number: number) }
             }
         }
     }
@@ -100,7 +111,7 @@ final class FakeDAVServer: Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
     }
 
-    private func serve(_ client: Int32) {
+    private func serve(_ client: Int32, number: Int) {
         defer { close(client) }
         var pending = [UInt8]()
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
@@ -122,6 +133,7 @@ final class FakeDAVServer: Sendable {
                 headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             }
             let length = Int(headers["content-length"] ?? "0") ?? 0
+            headLog.withLock { $0.append((number, String(requestLine[0]), length)) }
             if length > refusedBodiesOver {
                 log.withLock { $0.append(Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)) }
                 let refusal = Array("HTTP/1.1 413 Fake\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
