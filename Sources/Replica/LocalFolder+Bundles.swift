@@ -41,16 +41,51 @@ extension LocalFolder {
         return installed
     }
 
-    /// Removes the tree at `path`: renamed away first (one step for anyone looking), then
-    /// deleted.
-    func removeTree(_ path: RemotePath) throws(ProviderError) {
+    /// Deletes the bundle at `path` only while it is what the plan saw and nobody writes into
+    /// it: it is renamed aside first (one step for anyone looking, and a name no program
+    /// knows, so nothing opens a member anew), walked again there, and removed only if it
+    /// still has `expected` and no member is held open for writing. Otherwise it is put back
+    /// and this throws `versionMismatch`: the next pass sees the change, and an edit beats a
+    /// delete. A check followed by the rename (as files had it before `removeFile`) removed
+    /// a rewrite of every member made between the two, which had landed whole in the bundle
+    /// (two-client test, rclone seed 1207 beside CPU hogs: "the bundle version … was lost").
+    func removeBundle(_ path: RemotePath, expected: LocalStat) throws(ProviderError) {
+        let target = absolute(path)
         let aside = temporaryURL(beside: path).path
-        guard rename(absolute(path), aside) == 0 else {
+        guard rename(target, aside) == 0 else {
             if errno == ENOENT { return }
-            throw Self.error(errno, "cannot delete \(absolute(path))")
+            throw Self.error(errno, "cannot delete \(target)")
         }
-        syncFolder(of: absolute(path))
-        try? FileManager.default.removeItem(atPath: aside)
+        syncFolder(of: target)
+        if LocalBundle.scan(at: aside, path: path)?.stat == expected, !bundleHasWriter(atAbsolute: aside, path: path) {
+            try? FileManager.default.removeItem(atPath: aside)
+            return
+        }
+        let kept = try putBackBundle(aside, at: path)
+        throw ProviderError(.versionMismatch, "\(target) is being written or changed since it was looked at; it is kept"
+                            + (kept.map { " as \($0)" } ?? "") + " and looked at again")
+    }
+
+    /// Puts a bundle renamed aside by `removeBundle` back at `path`, or beside it under a
+    /// visible name (returned) when something took the name meanwhile.
+    private func putBackBundle(_ aside: String, at path: RemotePath) throws(ProviderError) -> String? {
+        let target = absolute(path)
+        if RenameAt2.rename(aside, target, flags: RenameAt2.noReplace) == 0 {
+            syncFolder(of: target)
+            return nil
+        }
+        // No RENAME_NOREPLACE here: check, then rename (rename(2) never puts a directory over
+        // a full one).
+        if errno == EINVAL || errno == ENOSYS, LocalScanner.entry(at: target, path: path) == nil, rename(aside, target) == 0 {
+            syncFolder(of: target)
+            return nil
+        }
+        let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
+        guard rename(aside, kept) == 0 else {
+            throw Self.error(errno, "\(target) changed while it was deleted and could not be put back; it is at \(aside)")
+        }
+        syncFolder(of: kept)
+        return kept
     }
 
     /// True when the bundle at `path` still has `expected` and holds exactly what the

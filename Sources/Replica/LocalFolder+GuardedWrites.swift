@@ -106,7 +106,7 @@ extension LocalFolder {
         guard let now = entry(at: path) else { return true }
         if let expected { try require(path, holds: expected, kind: now.kind) }
         if now.kind == .bundle {
-            try removeTree(path)
+            try removeBundle(path, expected: expected ?? now.stat)
             return true
         }
         if now.kind != .folder {
@@ -130,7 +130,7 @@ extension LocalFolder {
                 if try deleteContents(of: child.path, isUnchanged: isUnchanged), rmdir(absolute(child.path)) == 0 { continue }
                 emptied = false
             } else if child.kind == .bundle {
-                do { try removeTree(child.path) } catch { emptied = false }
+                do { try removeBundle(child.path, expected: child.stat) } catch { emptied = false }
             } else {
                 do { try removeFile(child.path, expected: child.stat) } catch { emptied = false }
             }

@@ -125,7 +125,12 @@ enum TwoClientSettings {
         }
         let bundleTags = Set(bundles.values.flatMap { $0.values.compactMap { Self.bundleTag(of: $0) } })
         for tag in workload.liveBundles.subtracting(bundleTags).sorted() {
-            Issue.record("\(label): the bundle version \"\(tag)\" was lost")
+            // The workload's notes that name the tag (where it was written), and the daemon
+            // log lines about those bundles, printed below: without them a loss said only
+            // which version went (rclone seed 1207 beside CPU hogs).
+            let notes = workload.log.filter { $0.contains("(\(tag))") }
+            Issue.record("\(label): the bundle version \"\(tag)\" was lost; \(notes)")
+            suspects += notes.compactMap(Workload.bundlePath(inNote:))
         }
         for (bundle, members) in bundles where bundle.contains(" (conflicted copy ")
         && !mixesMadeHere.contains(bundle) && !mixesMadeHere.contains(TwoClientWorld.original(of: bundle)) {

@@ -143,6 +143,13 @@ extension Workload {
         note("\(client.name) rewrote the bundle \(bundle) (\(tag))")
     }
 
+    /// The bundle a note names ("B rewrote the bundle docs/Notes.rtfd (tag)" → "docs/Notes.rtfd").
+    static func bundlePath(inNote note: String) -> String? {
+        guard let start = note.range(of: " the bundle "), let end = note.range(of: " (bundle ", options: .backwards),
+              start.upperBound <= end.lowerBound else { return nil }
+        return String(note[start.upperBound..<end.lowerBound])
+    }
+
     mutating func retireBundle(_ tag: String, by what: String) {
         if liveBundles.remove(tag) != nil { note("  \(tag) retired: \(what)") }
     }
