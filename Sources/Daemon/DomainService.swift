@@ -48,7 +48,8 @@ public final class DomainService: Sendable {
         guard FileManager.default.fileExists(atPath: domain.localPath, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ProviderError(.cannotSynchronize, "domain \"\(domain.name)\": the local folder \(domain.localPath) does not exist; create it (mkdir -p \(domain.localPath))")
         }
-        store = try RemoteStoreFactory.open(domain, logger: logger)
+        store = try RemoteStoreFactory.open(domain, putVerdicts: configuration.stateDirectory + "/" + domain.name + ".put-verdict",
+                                            logger: logger)
         let bundles = BundleRule(extensions: domain.bundleExtensions)
         let exclude = ExcludeList(patterns: ExcludeList.defaultPatterns + domain.exclude)
         let provider = SyncProvider(store: store.store, state: state, bundles: bundles)

@@ -17,7 +17,9 @@ public struct OpenedStore: Sendable {
 public enum RemoteStoreFactory {
     /// Opens the store of `domain`, resolving its password now (it is kept only in the
     /// store's `Authorization` header). Errors are user-facing and hold no password.
-    public static func open(_ domain: DomainConfiguration, logger: Logger) throws(ProviderError) -> OpenedStore {
+    /// `putVerdicts` is the file where a WebDAV store keeps what its probe proved about the
+    /// server's PUT between starts (nil: proven at every start).
+    public static func open(_ domain: DomainConfiguration, putVerdicts: String? = nil, logger: Logger) throws(ProviderError) -> OpenedStore {
         switch domain.remote {
         case .localDirectory(let path):
             return OpenedStore(store: LocalDirectoryStore(root: path), close: {})
@@ -43,7 +45,8 @@ public enum RemoteStoreFactory {
                 }
             }
             let store = WebDAVStore(endpoint: endpoint, connections: domain.transfers * 2, limits: limits,
-                                    passwordSource: source, probeOwner: probeOwner(domain), logger: logger)
+                                    passwordSource: source, probeOwner: probeOwner(domain),
+                                    putVerdicts: putVerdicts.map(PutVerdictMemory.init(path:)), logger: logger)
             return OpenedStore(store: store, close: { await store.shutdown() })
         }
     }

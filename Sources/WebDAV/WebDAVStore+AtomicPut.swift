@@ -23,7 +23,13 @@ extension WebDAVStore {
     /// "atomic". A server still undecided after that is taken for one that writes in place,
     /// the safe side, unless it names itself Apache (`server`, its `Server` header): Apache's
     /// PUT is atomic, and its lock database breaks under the LOCKs the other way would send.
+    /// A proven verdict is kept in `putVerdicts` and used again at later starts (see there).
     func writesInPlace(_ scratch: RemotePath, server: String) async throws(ProviderError) -> Bool {
+        let origin = connection.endpoint.baseURL.absoluteString
+        if let kept = putVerdicts?.recall(origin: origin, server: server) {
+            logger.info("the server's PUT was proven \(kept ? "to write into the file as it arrives" : "atomic") at an earlier start\(server); not checked again for a week, or until its Server header changes")
+            return kept
+        }
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
         guard (200..<300).contains(before.code) else {
             if before.code == 401 { throw before.providerError("PUT", scratch) }
@@ -31,8 +37,14 @@ extension WebDAVStore {
             return false
         }
         guard let uploaded = try? await uploadedEntry(at: scratch).size else { return false }
-        if await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow) { return true }
-        if let inPlace = await decisiveLook(scratch, baseline: baseline(of: scratch)) { return inPlace }
+        var proven: Bool? = await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow) ? true : nil
+        if proven == nil { proven = await decisiveLook(scratch, baseline: baseline(of: scratch)) }
+        if let proven {
+            if let putVerdicts, !putVerdicts.remember(proven, origin: origin, server: server) {
+                logger.info("could not keep what the probe proved in \(putVerdicts.path); the next start checks again")
+            }
+            return proven
+        }
         // A probe cancelled meanwhile decides nothing: its verdict would be kept.
         if Task.isCancelled { throw ProviderError(.cancelled, "the write-guard probe was cancelled") }
         if Self.namesApache(server) {

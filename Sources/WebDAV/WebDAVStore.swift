@@ -53,6 +53,9 @@ public final class WebDAVStore: RemoteStore {
 
     /// The name of the write-guard probe's scratch file (`probe()`).
     let probeName: String
+    /// Where the probe keeps what it proved about the server's PUT between starts (nil:
+    /// nowhere, it is proven at every start).
+    let putVerdicts: PutVerdictMemory?
 
     /// A store on `endpoint`, with up to `connections` kept-alive connections; every
     /// request is held to `limits` (a connect timeout and a low-speed limit). After the
@@ -60,13 +63,15 @@ public final class WebDAVStore: RemoteStore {
     /// `probeOwner` names this client's probe files, the same at every start, so a probe
     /// killed half-way (its scratch files are left on the server) is cleaned up by the next
     /// one; it must differ between clients of one server folder (nil: a fresh name each time).
+    /// `putVerdicts` keeps the costliest of the probe's findings between starts.
     public init(endpoint: WebDAVEndpoint, connections: Int = 8, limits: TransferLimits = TransferLimits(),
-                passwordSource: PasswordSource? = nil, probeOwner: String? = nil,
+                passwordSource: PasswordSource? = nil, probeOwner: String? = nil, putVerdicts: PutVerdictMemory? = nil,
                 logger: Logger = Logger(label: "tidesync.webdav")) {
         connection = WebDAVConnection(endpoint: endpoint, connections: connections, limits: limits,
                                       passwordSource: passwordSource)
         paths = endpoint.paths
         probeName = Self.probePrefix + (probeOwner ?? UUID().uuidString)
+        self.putVerdicts = putVerdicts
         self.logger = logger
     }
 

@@ -68,6 +68,11 @@ struct OtherServersRunOnceTests {
         let first = try await home.runOnce()
         #expect(first.status == 0, "\(first.errors)")
         #expect(FileManager.default.contents(atPath: home.disk + "/docs/f11.txt") == Data("file 11\n".utf8))
+        // What the probe proved about the server's PUT is kept for the next runs (nginx's
+        // probe chooses locks before it looks at its PUT: it lists no ETag).
+        let verdict = FileManager.default.contents(atPath: home.home + "/.state/tidesync/st.put-verdict").map { String(decoding: $0, as: UTF8.self) }
+        let expected = [TestDAVServer.lighttpd.name: "\"writesInPlace\":false", TestDAVServer.wsgidav.name: "\"writesInPlace\":true"][name]
+        #expect(expected.map { verdict?.contains($0) == true } ?? (verdict == nil), "kept verdict: \(verdict ?? "none")")
 
         // lighttpd writes its access log in batches: the first run's uploads are all in it
         // before the mark is taken.

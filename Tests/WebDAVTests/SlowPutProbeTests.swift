@@ -160,4 +160,55 @@ struct SlowPutProbeTests {
         #expect(Self.heldPuts(server) == 1)
         await store.shutdown()
     }
+
+    @Test("a proven verdict is kept and used at the next start without the large PUT; an undecided one is not kept")
+    func provenVerdictIsKept() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("verdict-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let memory = PutVerdictMemory(path: directory + "/d.put-verdict")
+        let server = try Self.server { _, size in size }
+        defer { server.stop() }
+        let endpoint = try WebDAVEndpoint(baseURL: server.url, username: "u", password: "secret-pw", allowInsecureHTTP: false)
+        let first = WebDAVStore(endpoint: endpoint, putVerdicts: memory)
+        #expect(try await first.writeGuard() == .conditionalHeaders)
+        await first.shutdown()
+        #expect(server.bodyBytesRead >= WebDAVStore.decisivePart, "the first start proved it with the large PUT")
+        #expect(memory.recall(origin: server.url.absoluteString, server: " (FakeDAV/1.0)") == false, "the proof was not kept")
+        let (read, held) = (server.bodyBytesRead, Self.heldPuts(server))
+        let second = WebDAVStore(endpoint: endpoint, putVerdicts: memory)
+        #expect(try await second.writeGuard() == .conditionalHeaders)
+        await second.shutdown()
+        #expect(Self.heldPuts(server) == held, "the next start checked again")
+        #expect(server.bodyBytesRead - read < 1 << 20, "the next start sent the large PUT again")
+
+        // Undecided (the large PUT refused): taken for in place, not kept.
+        let refusing = try Self.server(refusedBodiesOver: 1 << 20) { _, size in size }
+        defer { refusing.stop() }
+        let other = PutVerdictMemory(path: directory + "/e.put-verdict")
+        let store = WebDAVStore(endpoint: try WebDAVEndpoint(baseURL: refusing.url, username: "u", password: "secret-pw", allowInsecureHTTP: false),
+                                putVerdicts: other)
+        #expect(try await store.writeGuard() == .conditionalHeaders)
+        await store.shutdown()
+        #expect(!FileManager.default.fileExists(atPath: other.path), "an undecided verdict was kept")
+    }
+
+    @Test("a kept verdict counts only for the same URL and Server header, for a week, and not from a file it cannot read")
+    func keptVerdictScope() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("verdict-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        let memory = PutVerdictMemory(path: path)
+        let (origin, server) = ("https://dav.example/files/", " (Apache/2.4.66 (Debian))")
+        let proven = Date(timeIntervalSince1970: 2_000_000_000)
+        #expect(memory.recall(origin: origin, server: server) == nil)
+        #expect(memory.remember(true, origin: origin, server: server, now: proven))
+        #expect(memory.recall(origin: origin, server: server, now: proven + 3600) == true)
+        #expect(memory.recall(origin: origin, server: " (Apache/2.4.67 (Debian))", now: proven) == nil, "another server version")
+        #expect(memory.recall(origin: "https://dav.example/other/", server: server, now: proven) == nil, "another URL")
+        #expect(memory.recall(origin: origin, server: server, now: proven + PutVerdictMemory.lifetime) == nil, "older than a week")
+        #expect(memory.recall(origin: origin, server: server, now: proven - 3600) == nil, "proven in the future")
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(memory.recall(origin: origin, server: server, now: proven) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
+    }
 }
