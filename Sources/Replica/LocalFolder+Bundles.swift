@@ -44,21 +44,26 @@ extension LocalFolder {
     /// Deletes the bundle at `path` only while it is what the plan saw and nobody writes into
     /// it: it is renamed aside first (one step for anyone looking, and a name no program
     /// knows, so nothing opens a member anew), walked again there, and removed only if it
-    /// still has `expected` and no member is held open for writing. Otherwise it is put back
+    /// has no member held open for writing and still has `expected`. Otherwise it is put back
     /// and this throws `versionMismatch`: the next pass sees the change, and an edit beats a
     /// delete. A check followed by the rename (as files had it before `removeFile`) removed
     /// a rewrite of every member made between the two, which had landed whole in the bundle
     /// (two-client test, rclone seed 1207 beside CPU hogs: "the bundle version … was lost").
     func removeBundle(_ path: RemotePath, expected: LocalStat) throws(ProviderError) {
         let target = absolute(path)
-        let aside = temporaryURL(beside: path).path
+        let aside = absolute(path.parent) + "/" + Self.asideName(for: path.name)
         guard rename(target, aside) == 0 else {
             if errno == ENOENT { return }
             throw Self.error(errno, "cannot delete \(target)")
         }
         syncFolder(of: target)
-        if LocalBundle.scan(at: aside, path: path)?.stat == expected, !bundleHasWriter(atAbsolute: aside, path: path) {
-            try? FileManager.default.removeItem(atPath: aside)
+        // Writers first: nothing opens a member anew under the aside name, so one closed
+        // before this check has finished writing, and the walk after it sees what it wrote.
+        if !bundleHasWriter(atAbsolute: aside, path: path), LocalBundle.scan(at: aside, path: path)?.stat == expected {
+            // Decided: under a name the next pass removes as a leftover, so a crash or a
+            // failure half-way through the removal never brings half a bundle back.
+            let doomed = temporaryURL(beside: path).path
+            try? FileManager.default.removeItem(atPath: rename(aside, doomed) == 0 ? doomed : aside)
             return
         }
         let kept = try putBackBundle(aside, at: path)
@@ -69,23 +74,10 @@ extension LocalFolder {
     /// Puts a bundle renamed aside by `removeBundle` back at `path`, or beside it under a
     /// visible name (returned) when something took the name meanwhile.
     private func putBackBundle(_ aside: String, at path: RemotePath) throws(ProviderError) -> String? {
-        let target = absolute(path)
-        if RenameAt2.rename(aside, target, flags: RenameAt2.noReplace) == 0 {
-            syncFolder(of: target)
-            return nil
+        guard let restored = restoreAside(aside, as: path.name) else {
+            throw Self.error(errno, "\(absolute(path)) changed while it was deleted and could not be put back; it is at \(aside)")
         }
-        // No RENAME_NOREPLACE here: check, then rename (rename(2) never puts a directory over
-        // a full one).
-        if errno == EINVAL || errno == ENOSYS, LocalScanner.entry(at: target, path: path) == nil, rename(aside, target) == 0 {
-            syncFolder(of: target)
-            return nil
-        }
-        let kept = absolute(path.parent) + "/" + Self.keptName(for: path.name)
-        guard rename(aside, kept) == 0 else {
-            throw Self.error(errno, "\(target) changed while it was deleted and could not be put back; it is at \(aside)")
-        }
-        syncFolder(of: kept)
-        return kept
+        return restored == absolute(path) ? nil : restored
     }
 
     /// True when the bundle at `path` still has `expected` and holds exactly what the

@@ -146,14 +146,16 @@ extension LocalFolder {
     /// with no name (the two-client test, seed 1207).
     func removeFile(_ path: RemotePath, expected: LocalStat) throws(ProviderError) {
         let target = absolute(path)
-        let asideName = temporaryURL(beside: path).lastPathComponent
+        let asideName = Self.asideName(for: path.name)
         let aside = absolute(path.parent) + "/" + asideName
         guard rename(target, aside) == 0 else {
             if errno == ENOENT { return }
             throw Self.error(errno, "cannot delete \(target)")
         }
-        let unchanged = (try? path.parent.appending(asideName)).flatMap { entry(at: $0) }?.stat == expected
-        if unchanged, !Self.isOpenForWriting(atAbsolute: aside) {
+        // Writers first: nothing opens it anew under the aside name, so one closed before
+        // this check has finished writing, and the stat after it sees what it wrote.
+        if !Self.isOpenForWriting(atAbsolute: aside),
+           (try? path.parent.appending(asideName)).flatMap({ entry(at: $0) })?.stat == expected {
             guard unlink(aside) == 0 || errno == ENOENT else { throw Self.error(errno, "cannot delete \(target)") }
             syncFolder(of: target)
             return

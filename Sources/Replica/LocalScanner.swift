@@ -19,7 +19,8 @@ public struct LocalScan: Sendable {
     /// Names that cannot be synced (not UTF-8, too long) with the reason, for status.
     public var skipped: [(path: String, reason: String)] = []
     /// Our own download temporaries (`.tidesync-part-UUID`), by absolute path: between
-    /// passes they are leftovers (a folder moved away with one inside while it was written).
+    /// passes they are leftovers (a folder moved away with one inside while it was written);
+    /// and items a crash left renamed aside by a delete (`LocalFolder.asideName`).
     public var temporaries: [String] = []
     /// Folders (and bundles) that are there but could not be read, with why ("permission
     /// denied"): nothing below them was seen, which never means they are empty.
@@ -158,7 +159,7 @@ public struct LocalScanner: Sendable {
                 result.skipped.append((folderAbsolute + "/" + String(decoding: bytes, as: UTF8.self), "the name is not valid UTF-8"))
                 continue
             }
-            if LocalFolder.isTemporary(name) {
+            if LocalFolder.isTemporary(name) || LocalFolder.isAside(name) {
                 result.temporaries.append(folderAbsolute + "/" + name)
                 continue
             }

@@ -152,10 +152,18 @@ public struct SyncPass: Sendable {
     /// The resumable download parts among `temporaries`, which wait for the plan of a full
     /// pass (it removes those no step resumes; a partial pass leaves them to the next full
     /// one). Any other temporary is a leftover: a download's folder was moved away with its
-    /// temporary inside, and the step that made it is over (passes do not overlap).
+    /// temporary inside, and the step that made it is over (passes do not overlap). An item
+    /// a delete set aside (`LocalFolder.asideName`) is put back instead.
     func resumableParts(_ temporaries: [String], scope: PassScope) -> [String] {
         var parts: [String] = []
         for temporary in temporaries {
+            // Renamed aside by a delete a crash cut short: it may hold an edit; back it goes.
+            if LocalFolder.isAside((temporary as NSString).lastPathComponent) {
+                if let restored = runner.folder.restoreAside(temporary) {
+                    logger.warning("\(restored) was put back: a delete of it was cut short (a crash) while it was set aside")
+                }
+                continue
+            }
             if LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
                 if scope.isFull && scope.walksRemote { parts.append(temporary) }
                 continue

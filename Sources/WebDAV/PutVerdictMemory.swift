@@ -1,6 +1,11 @@
 import Glibc
 import Foundation
 
+// Durability: the verdict file is written to a temporary, fsynced and renamed into place;
+// the folder is not fsynced (a verdict lost to a power cut only means the next start
+// proves it again). One process per domain writes it (the domain lock), so the fixed
+// temporary name is safe.
+
 /// Keeps, between starts, what the write-guard probe proved about how a server writes a PUT
 /// (atomically, or into the file as it arrives): proving "atomic" costs a PUT of 8 MiB and
 /// a second or two (`WebDAVStore.decisiveLook`), which a `run --once` every few minutes or a
@@ -10,10 +15,12 @@ import Foundation
 /// Only proven verdicts are kept, never "undecided". The file is one line of JSON, written
 /// to a temporary and renamed into place; one that cannot be read is taken for none.
 public struct PutVerdictMemory: Sendable {
+    /// The file (`<state_dir>/<domain>.put-verdict`).
     public let path: String
     /// How long a verdict is used before the server is probed again.
     public static let lifetime: TimeInterval = 7 * 24 * 3600
 
+    /// Keeps verdicts in the file at `path`; nothing is read or written until the probe asks.
     public init(path: String) {
         self.path = path
     }

@@ -23,12 +23,14 @@ extension WebDAVStore {
     /// "atomic". A server still undecided after that is taken for one that writes in place,
     /// the safe side, unless it names itself Apache (`server`, its `Server` header): Apache's
     /// PUT is atomic, and its lock database breaks under the LOCKs the other way would send.
-    /// A proven verdict is kept in `putVerdicts` and used again at later starts (see there).
+    /// A proven verdict is kept in `putVerdicts` and used again at later starts (see there):
+    /// "in place" as it is, "atomic" after the quick check, which can still prove the opposite.
     func writesInPlace(_ scratch: RemotePath, server: String) async throws(ProviderError) -> Bool {
         let origin = connection.endpoint.baseURL.absoluteString
-        if let kept = putVerdicts?.recall(origin: origin, server: server) {
-            logger.info("the server's PUT was proven \(kept ? "to write into the file as it arrives" : "atomic") at an earlier start\(server); not checked again for a week, or until its Server header changes")
-            return kept
+        let kept = putVerdicts?.recall(origin: origin, server: server)
+        if kept == true {
+            logger.info("the server's PUT was proven to write into the file as it arrives at an earlier start\(server)")
+            return true
         }
         let before = try await probePut(scratch, body: ByteBuffer(string: "tidesync")).status
         guard (200..<300).contains(before.code) else {
@@ -38,6 +40,13 @@ extension WebDAVStore {
         }
         guard let uploaded = try? await uploadedEntry(at: scratch).size else { return false }
         var proven: Bool? = await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow) ? true : nil
+        // Kept "atomic" (the same URL and Server header, but rclone and other servers send no
+        // Server header, and a proxy sends its own): the quick check above still runs, so a
+        // server swapped behind the URL for one that writes in place is seen on an idle machine.
+        if proven == nil, kept == false {
+            logger.info("the server's PUT was proven atomic at an earlier start\(server); not proven again for a week, or until its Server header changes")
+            return false
+        }
         if proven == nil { proven = await decisiveLook(scratch, baseline: baseline(of: scratch)) }
         if let proven {
             if let putVerdicts, !putVerdicts.remember(proven, origin: origin, server: server) {

@@ -73,6 +73,43 @@ struct OvertakenStepTests {
         }
     }
 
+    @Test("a file and a bundle a crash left set aside by a delete are put back under their names (beside them when taken), and synced")
+    func leftoverAsideIsPutBack() async throws {
+        try await withWorld(.localDirectory) { world in
+            try world.write("d/kept.txt", "synced")
+            try await world.sync()
+            // As a kill -9 between a delete's rename aside and its last look leaves them: the
+            // file was edited just before, so it must not go as a leftover temporary.
+            let file = "d/" + LocalFolder.asideName(for: "notes.txt")
+            let bundle = "d/" + LocalFolder.asideName(for: "Deck.key")
+            let taken = "d/" + LocalFolder.asideName(for: "kept.txt")
+            try world.write(file, "edited just before the crash")
+            try world.write(bundle + "/Index.xml", "the deck")
+            try world.write(taken, "an older kept.txt")
+            _ = try await world.pass.run()
+            #expect(readFile(world.local("d/notes.txt")) == "edited just before the crash")
+            #expect(readFile(world.local("d/Deck.key/Index.xml")) == "the deck")
+            #expect(readFile(world.local("d/kept.txt")) == "synced", "the name's new owner was replaced")
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.local("d"))
+            #expect(names.contains { $0.hasPrefix("kept (kept ") && $0.hasSuffix(").txt") }, "the aside item whose name was taken: \(names)")
+            #expect(!names.contains { $0.hasPrefix(".tidesync-") }, "left aside: \(names)")
+            try await world.sync()
+            #expect(world.serverText("d/notes.txt") == "edited just before the crash")
+            #expect(world.serverText("d/Deck.key/Index.xml") == "the deck")
+        }
+    }
+
+    @Test("an aside name holds the item's name, cut to fit a file name; other names are not aside names")
+    func asideNames() {
+        let long = String(repeating: "é", count: 120) + ".txt"  // 244 bytes
+        let name = LocalFolder.asideName(for: long)
+        #expect(name.utf8.count <= 255)
+        #expect(LocalFolder.originalName(ofAside: name).map { long.hasPrefix($0) && !$0.isEmpty } == true)
+        #expect(LocalFolder.originalName(ofAside: LocalFolder.asideName(for: "a.txt")) == "a.txt")
+        #expect(!LocalFolder.isAside(".tidesync-aside-notes.txt"))
+        #expect(!LocalFolder.isAside(LocalFolder.temporaryPrefix + UUID().uuidString))
+    }
+
     @Test("a conflict copy edited right after it is made ends up on the server as edited, nothing left in error", arguments: Remote.withOtherServers)
     func conflictCopyEditedWhileSent(_ remote: Remote) async throws {
         try await withWorld(remote) { world in

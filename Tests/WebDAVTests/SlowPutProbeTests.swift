@@ -161,7 +161,7 @@ struct SlowPutProbeTests {
         await store.shutdown()
     }
 
-    @Test("a proven verdict is kept and used at the next start without the large PUT; an undecided one is not kept")
+    @Test("a proven verdict is kept and used at the next start without the large PUT (a kept 'atomic' after the quick check); an undecided one is not kept")
     func provenVerdictIsKept() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("verdict-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -179,8 +179,20 @@ struct SlowPutProbeTests {
         let second = WebDAVStore(endpoint: endpoint, putVerdicts: memory)
         #expect(try await second.writeGuard() == .conditionalHeaders)
         await second.shutdown()
-        #expect(Self.heldPuts(server) == held, "the next start checked again")
+        #expect(Self.heldPuts(server) == held + 1, "the next start skipped the quick check, which can still prove 'in place'")
         #expect(server.bodyBytesRead - read < 1 << 20, "the next start sent the large PUT again")
+
+        // A server behind the same URL and name that now writes in place: the quick check
+        // proves it, and that is kept.
+        let swapped = try Self.server { reading, size in reading > 0 ? reading : size }
+        defer { swapped.stop() }
+        let swappedEndpoint = try WebDAVEndpoint(baseURL: swapped.url, username: "u", password: "secret-pw", allowInsecureHTTP: false)
+        #expect(memory.remember(false, origin: swapped.url.absoluteString, server: " (FakeDAV/1.0)"))
+        let third = WebDAVStore(endpoint: swappedEndpoint, putVerdicts: memory)
+        #expect(try await third.writeGuard() == .conditionalHeaders)
+        await third.shutdown()
+        #expect(swapped.requests.contains { $0.method == "LOCK" }, "found in place, its locks are tried: \(swapped.requests.map(\.method))")
+        #expect(memory.recall(origin: swapped.url.absoluteString, server: " (FakeDAV/1.0)") == true)
 
         // Undecided (the large PUT refused): taken for in place, not kept.
         let refusing = try Self.server(refusedBodiesOver: 1 << 20) { _, size in size }
