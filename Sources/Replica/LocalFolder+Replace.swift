@@ -35,6 +35,15 @@ extension LocalFolder {
             remove(temporary)
             throw error
         }
+        // The exchange puts the old item under the download's name: under an aside name
+        // (which holds the item's name), a crash before the check below leaves it for the
+        // next pass to put back beside the download, instead of for the journal's clean-up,
+        // which removes the download's temporary (the old item may hold an edit made just
+        // before the check). A crash between this rename and the exchange leaves the
+        // download there, put beside the item as a copy: one more file, nothing lost.
+        let downloaded = temporary
+        let aside = absolute(path.parent) + "/" + Self.asideName(for: path.name)
+        let temporary = rename(downloaded, aside) == 0 ? aside : downloaded
         guard RenameAt2.rename(temporary, target, flags: RenameAt2.exchange) == 0 else {
             let code = errno
             guard code == ENOSYS || code == EINVAL else {
@@ -44,13 +53,13 @@ extension LocalFolder {
             do throws(ProviderError) {
                 guard kind == .bundle else { return try renameOrThrow(temporary, to: target) }
                 // A directory cannot be renamed over a full one: the old bundle steps aside first.
-                let aside = temporaryURL(beside: path).path
-                try renameOrThrow(target, to: aside)
+                let old = temporaryURL(beside: path).path
+                try renameOrThrow(target, to: old)
                 do throws(ProviderError) { try renameOrThrow(temporary, to: target) } catch {
-                    _ = rename(aside, target)
+                    _ = rename(old, target)
                     throw error
                 }
-                remove(aside)
+                remove(old)
                 return
             } catch {
                 remove(temporary)
