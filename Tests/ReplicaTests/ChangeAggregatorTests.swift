@@ -48,6 +48,20 @@ import Testing
         #expect(a.takeDue(at: at(1800)).changes.paths == [p("old"): false, p("new"): false])
     }
 
+    /// A folder moved out of a folder that is then moved into the first's new place: the
+    /// old end of the first move, carried below the second, waits for that folder; its new
+    /// end must wait with it. Released alone (two-client test, Apache seed 31337 beside a
+    /// heavy load), the pass saw every inode below it at two paths, matched no move, and
+    /// uploaded the folder's files as new ones, bringing back a version since overwritten.
+    @Test func aMoveWhoseOldEndWaitsForAFolderAboveIsDueWhole() {
+        var a = aggregator()
+        a.add(.moved(from: p("a/old/b"), to: p("x"), isFolder: true), at: at(0))
+        a.add(.moved(from: p("a"), to: p("x/y"), isFolder: true), at: at(900))
+        #expect(a.takeDue(at: at(1000)).changes.isEmpty, "the first move's new end settled without its old end")
+        let due = a.takeDue(at: at(1900)).changes.paths
+        #expect(due[p("x")] == true && due[p("a")] == false, "\(due)")
+    }
+
     @Test func aChainOfMovesIsOneGroup() {
         var a = aggregator()
         a.add(.moved(from: p("a"), to: p("b"), isFolder: false), at: at(0))

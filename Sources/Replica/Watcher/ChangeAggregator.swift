@@ -184,29 +184,39 @@ public struct ChangeAggregator: Sendable {
     }
 
     /// When each waiting path is due: its own quiet period (or cap), at the latest of its
-    /// move group, and not before any folder above it that still waits.
+    /// move group, and not before any folder above it that still waits — the two rules
+    /// applied until neither moves a time (times only rise, so this ends): a move's old end
+    /// carried below a folder that waits must hold its new end back too, or the new end
+    /// settles alone and its files read as copies of the old (two-client test, Apache seed
+    /// 31337 beside a heavy load: they were uploaded as new files).
     func dueTimes() -> [RemotePath: ContinuousClock.Instant] {
         func own(_ entry: Entry) -> ContinuousClock.Instant { min(entry.last + debounce, entry.first + cap) }
-        var grouped: [RemotePath: ContinuousClock.Instant] = [:]
-        grouped.reserveCapacity(entries.count)
-        for (path, entry) in entries {
-            var time = own(entry)
-            if let group = entry.group, let members = groups[group] {
-                for member in members { if let other = entries[member] { time = max(time, own(other)) } }
+        var due: [RemotePath: ContinuousClock.Instant] = [:]
+        due.reserveCapacity(entries.count)
+        for (path, entry) in entries { due[path] = own(entry) }
+        var moved = true
+        while moved {
+            moved = false
+            for members in groups.values {
+                guard let latest = members.compactMap({ due[$0] }).max() else { continue }
+                for member in members where due[member].map({ $0 < latest }) == true {
+                    due[member] = latest
+                    moved = true
+                }
             }
-            grouped[path] = time
-        }
-        var result: [RemotePath: ContinuousClock.Instant] = [:]
-        result.reserveCapacity(entries.count)
-        for (path, time) in grouped {
-            var due = time
-            var cursor = path
-            while !cursor.isRoot {
-                cursor = cursor.parent
-                if let above = grouped[cursor] { due = max(due, above) }
+            for (path, time) in due {
+                var latest = time
+                var cursor = path
+                while !cursor.isRoot {
+                    cursor = cursor.parent
+                    if let above = due[cursor], above > latest { latest = above }
+                }
+                if latest > time {
+                    due[path] = latest
+                    moved = true
+                }
             }
-            result[path] = due
         }
-        return result
+        return due
     }
 }

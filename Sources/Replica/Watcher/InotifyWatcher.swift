@@ -265,7 +265,15 @@ public final class InotifyWatcher: @unchecked Sendable {
             let from = unpaired.removeValue(forKey: raw.cookie)
             switch (from?.path, path) {
             case (let old?, let new?):
-                if isFolder { rename(old, to: new) }
+                if isFolder {
+                    rename(old, to: new)
+                    // And watched again below: a folder made in it just before the move
+                    // whose event came after it (a busy watcher thread) could not be
+                    // watched under its old path, and nothing below it would ever report
+                    // (two-client test, WsgiDAV seed 7 under heavy load: a file deleted
+                    // there stayed on the server). A watched folder keeps its wd.
+                    watchTree(new, events: &events)
+                }
                 events.append(.moved(from: old, to: new, isFolder: isFolder))
             case (let old?, nil):
                 // Renamed to an excluded name: gone as far as sync is concerned.
