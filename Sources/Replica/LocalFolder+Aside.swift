@@ -1,12 +1,14 @@
 import Glibc
 import Foundation
+import SyncEngine
 import SystemCalls
 
-// Items a delete renames aside before it looks at them a last time (`removeFile`,
-// `removeBundle`) carry their own name in the aside name: a crash between that rename and
-// the delete or the put-back leaves the item there, and the next pass puts it back
-// (`restoreAside`) instead of removing it as a leftover temporary — it may hold an edit
-// made just before the delete's last look.
+// Items set aside before a last look — by a delete (`removeFile`, `removeBundle`), and the
+// old item a download replaces (`replace`) — carry their own name in the aside name: a crash
+// before that look's outcome leaves the item there, and the next pass settles it
+// (`SyncPass.settleAside`): removed when it is the synced version as recorded (what the look
+// would have done) or a placeholder's missing bytes, else put back (`restoreAside`) rather
+// than removed as a leftover temporary — it may hold an edit made just before the look.
 extension LocalFolder {
     /// The prefix of the names items are renamed to while a delete looks at them.
     public static let asidePrefix = ".tidesync-aside-"
@@ -33,10 +35,33 @@ extension LocalFolder {
         return String(rest.dropFirst(37))
     }
 
+    /// The path of the aside at `absolutePath` in this folder, and of the item it was made
+    /// for; nil for anything else.
+    public func asidePaths(_ absolutePath: String) -> (aside: RemotePath, item: RemotePath)? {
+        guard absolutePath.hasPrefix(root + "/"), !absolutePath.contains("/../") else { return nil }
+        let components = absolutePath.dropFirst(root.count + 1).split(separator: "/").map(String.init)
+        guard let last = components.last, let name = Self.originalName(ofAside: last),
+              let aside = try? RemotePath(components), let item = try? aside.parent.appending(name) else { return nil }
+        return (aside, item)
+    }
+
+    /// What the item at `path` is, as a scan sees it (a folder with a bundle's name is
+    /// walked as one): for an aside, whose name is not the item's.
+    public func asideStat(_ path: RemotePath, kind: ItemKind) -> LocalStat? {
+        kind == .bundle ? LocalBundle.scan(at: absolute(path), path: path)?.stat : LocalScanner.entry(at: absolute(path), path: path)?.stat
+    }
+
+    /// Removes an aside (a file, or a bundle's tree).
+    public func removeAside(_ path: RemotePath) {
+        if unlink(absolute(path)) != 0, errno == EISDIR || errno == EPERM {
+            try? FileManager.default.removeItem(atPath: absolute(path))
+        }
+    }
+
     /// Puts an item set aside (`absolutePath`) back under its name (`name`, or the one its
     /// aside name holds), or beside it as "name (kept …)" when the name is taken; returns
     /// where it went, nil when it could not be moved (it stays, and a pass tries again).
-    func restoreAside(_ absolutePath: String, as name: String? = nil) -> String? {
+    public func restoreAside(_ absolutePath: String, as name: String? = nil) -> String? {
         let folder = (absolutePath as NSString).deletingLastPathComponent
         guard let name = name ?? Self.originalName(ofAside: (absolutePath as NSString).lastPathComponent),
               absolutePath.hasPrefix(root + "/") else { return nil }

@@ -3,8 +3,9 @@
 // fsynced, and put in place with one rename: `RENAME_NOREPLACE` for a new bundle, and
 // `RENAME_EXCHANGE` with the old one (which must still have the stat the plan saw) for a
 // replacement — so a program in the sync folder sees the old bundle or the new one, never a
-// mix. The old tree, now under the temporary name, is then removed. A crash leaves at most
-// the temporary directory, which the journal names and the next pass removes.
+// mix. The old tree, now under an aside name, is then removed. A crash leaves at most the
+// temporary directory, which the journal names and the next pass removes, or the old tree
+// under its aside name, which the next pass settles (`LocalFolder+Aside.swift`).
 import Glibc
 import Foundation
 import SyncEngine

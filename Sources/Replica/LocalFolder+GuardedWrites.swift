@@ -4,7 +4,9 @@
 // stat the plan saw (or, for a new file, while nothing is there: renameat2 RENAME_NOREPLACE,
 // or link(2) where it is missing, refuses to replace);
 // the folder is fsynced after the rename. A crash leaves at most the temporary file, which
-// the journal names and the next pass removes — or, a download's part (`partURL`), resumes.
+// the journal names and the next pass removes — or, a download's part (`partURL`), resumes —
+// or an item set aside for a last look (`LocalFolder+Aside.swift`), which the next pass
+// settles: removed when it is the synced version, else put back.
 import Glibc
 import Foundation
 import SyncEngine

@@ -8,8 +8,9 @@ import SystemCalls
 
 extension LocalFolder {
     /// Puts the downloaded `temporary` (beside `path`) in the place of the file or bundle at
-    /// `path`, which must still have `replacing`. One `RENAME_EXCHANGE`, after which the old
-    /// item — now under the temporary name, where no program looks for it — is checked once
+    /// `path`, which must still have `replacing`. One `RENAME_EXCHANGE` (from an aside name,
+    /// `LocalFolder+Aside.swift`), after which the old item — now under that name, where no
+    /// program looks for it — is checked once
     /// more: written after the first check, or held open for writing by a process (whose
     /// next writes would go to a file no longer in the folder), it is exchanged back and
     /// the download withdrawn (`versionMismatch` or `locked`: the next pass sees the local

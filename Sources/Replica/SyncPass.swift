@@ -157,11 +157,8 @@ public struct SyncPass: Sendable {
     func resumableParts(_ temporaries: [String], scope: PassScope) -> [String] {
         var parts: [String] = []
         for temporary in temporaries {
-            // Renamed aside by a delete a crash cut short: it may hold an edit; back it goes.
             if LocalFolder.isAside((temporary as NSString).lastPathComponent) {
-                if let restored = runner.folder.restoreAside(temporary) {
-                    logger.warning("\(restored) was put back: a delete of it was cut short (a crash) while it was set aside")
-                }
+                settleAside(temporary)
                 continue
             }
             if LocalFolder.isResumablePart((temporary as NSString).lastPathComponent) {
@@ -172,6 +169,28 @@ public struct SyncPass: Sendable {
             runner.removeTemporary(temporary)
         }
         return parts
+    }
+
+    /// Settles an item a crash left set aside (`LocalFolder+Aside.swift`): a placeholder's
+    /// missing bytes, or the synced version as recorded for its name, go (the last look
+    /// would have removed them); anything else — it may hold an edit — is put back under
+    /// its name, or beside it when the name is taken.
+    func settleAside(_ absolutePath: String) {
+        let folder = runner.folder, provider = runner.provider
+        guard let (aside, item) = folder.asidePaths(absolutePath) else { return }
+        let record = (try? provider.itemID(at: item)).flatMap { $0 }.flatMap { try? provider.itemRecord($0) }
+        let kind: ItemKind = folder.bundles.isBundle(name: item.name) ? .bundle : .file
+        if folder.holdsUnfetchedBytes(aside) {
+            logger.info("removing \(absolutePath): a placeholder set aside by a step a crash cut short")
+        } else if let recorded = record?.local, let now = folder.asideStat(aside, kind: kind), now == recorded {
+            logger.info("removing \(absolutePath): \(item) as last synced, set aside by a step a crash cut short")
+        } else {
+            if let restored = folder.restoreAside(absolutePath) {
+                logger.warning("\(restored) was put back: a step a crash cut short had set it aside")
+            }
+            return
+        }
+        folder.removeAside(aside)
     }
 
     /// The remote as this pass takes it, with the folders the walk could not list: walked

@@ -319,7 +319,19 @@ extension WebDAVStore {
                             body: (_ token: String) async throws(ProviderError) -> T) async throws(ProviderError) -> T {
         // Checked before the LOCK too: a LOCK of a free name creates an empty file there.
         try await requireVersion(path, version)
-        let response = try await sendLock(path)
+        var response = try await sendLock(path)
+        // Another client's lock lasts one write: waited for a few seconds, as `guarded`
+        // does, with the version checked again before each try (a 423 here became a 10 s
+        // item error that outlived agreement: two-client test, nginx seed 7).
+        var waits = 0
+        while response.status.code == 423, waits < Self.lockedRetries {
+            do { try await Task.sleep(for: Self.lockedDelay * (1 << waits)) } catch {
+                throw ProviderError(.cancelled, "LOCK \(path) was cancelled")
+            }
+            waits += 1
+            try await requireVersion(path, version)
+            response = try await sendLock(path)
+        }
         switch response.status.code {
         case 200, 201:
             break

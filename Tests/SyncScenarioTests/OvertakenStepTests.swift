@@ -99,6 +99,25 @@ struct OvertakenStepTests {
         }
     }
 
+    @Test("a synced file a crash left set aside by its delete is removed, as the delete's last look would have; it does not come back")
+    func leftoverAsideAsSyncedIsRemoved() async throws {
+        try await withWorld(.localDirectory) { world in
+            try world.write("d/old.txt", "synced")
+            try world.write("d/kept.txt", "synced too")
+            try await world.sync()
+            // Deleted on the server; here the delete renamed it aside and was killed there.
+            try world.removeOnServer("d/old.txt")
+            let aside = "d/" + LocalFolder.asideName(for: "old.txt")
+            #expect(rename(world.local("d/old.txt"), world.local(aside)) == 0)
+            _ = try await world.pass.run()
+            let names = try FileManager.default.contentsOfDirectory(atPath: world.local("d"))
+            #expect(names == ["kept.txt"], "the synced version came back or stayed aside: \(names)")
+            try await world.sync()
+            #expect(!FileManager.default.fileExists(atPath: world.onServer("d/old.txt")))
+            #expect(world.serverText("d/kept.txt") == "synced too")
+        }
+    }
+
     @Test("an aside name holds the item's name, cut to fit a file name; other names are not aside names")
     func asideNames() {
         let long = String(repeating: "é", count: 120) + ".txt"  // 244 bytes

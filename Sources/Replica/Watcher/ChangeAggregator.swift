@@ -213,7 +213,7 @@ public struct ChangeAggregator: Sendable {
                 }
                 if latest > time {
                     due[path] = latest
-                    moved = true
+                    moved = !groups.isEmpty  // without groups, one pass over the folders above is final
                 }
             }
         }
