@@ -10,7 +10,7 @@ import SystemCalls
 // would have done) or a placeholder's missing bytes, else put back (`restoreAside`) rather
 // than removed as a leftover temporary — it may hold an edit made just before the look.
 extension LocalFolder {
-    /// The prefix of the names items are renamed to while a delete looks at them.
+    /// The prefix of the names items are renamed to while a step looks at them a last time.
     public static let asidePrefix = ".tidesync-aside-"
 
     /// An aside name for `name`: the prefix, a UUID, "-", and as much of `name` as fits in

@@ -153,7 +153,7 @@ public struct SyncPass: Sendable {
     /// pass (it removes those no step resumes; a partial pass leaves them to the next full
     /// one). Any other temporary is a leftover: a download's folder was moved away with its
     /// temporary inside, and the step that made it is over (passes do not overlap). An item
-    /// a delete set aside (`LocalFolder.asideName`) is put back instead.
+    /// a step set aside (`LocalFolder.asideName`) is settled instead (`settleAside`).
     func resumableParts(_ temporaries: [String], scope: PassScope) -> [String] {
         var parts: [String] = []
         for temporary in temporaries {
