@@ -162,27 +162,8 @@ extension LocalFolder {
             syncFolder(of: target)
             return
         }
-        putBack(aside, at: target)
+        _ = restoreAside(aside, as: path.name)
         throw ProviderError(.versionMismatch, "\(target) is being written or changed since it was looked at; it is kept and looked at again")
-    }
-
-    /// Puts a file renamed aside by `removeFile` back at `target`, or beside it as
-    /// "name (kept N).ext" when a new file took the name meanwhile.
-    private func putBack(_ aside: String, at target: String) {
-        if link(aside, target) == 0 || errno != EEXIST && rename(aside, target) == 0 {
-            unlink(aside)
-            return
-        }
-        let url = URL(fileURLWithPath: target)
-        let stem = url.deletingPathExtension().lastPathComponent, ext = url.pathExtension
-        for number in 1...1000 {
-            let name = stem + " (kept\(number == 1 ? "" : " \(number)"))" + (ext.isEmpty ? "" : "." + ext)
-            let kept = url.deletingLastPathComponent().appendingPathComponent(name).path
-            if link(aside, kept) == 0 {
-                unlink(aside)
-                return
-            }
-        }
     }
 
     /// Every item directly in `folder`, excluded names included (they keep a folder alive),

@@ -39,15 +39,15 @@ extension WebDAVStore {
             return false
         }
         guard let uploaded = try? await uploadedEntry(at: scratch).size else { return false }
-        var proven: Bool? = await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow) ? true : nil
+        let changed = await heldPutLook(scratch, baseline: uploaded, window: Self.inPlaceWindow)
         // Kept "atomic" (the same URL and Server header, but rclone and other servers send no
         // Server header, and a proxy sends its own): the quick check above still runs, so a
         // server swapped behind the URL for one that writes in place is seen on an idle machine.
-        if proven == nil, kept == false {
+        if !changed, kept == false {
             logger.info("the server's PUT was proven atomic at an earlier start\(server); not proven again for a week, or until its Server header changes")
             return false
         }
-        if proven == nil { proven = await decisiveLook(scratch, baseline: baseline(of: scratch)) }
+        let proven = changed ? true : await decisiveLook(scratch, baseline: baseline(of: scratch))
         if let proven {
             if let putVerdicts, !putVerdicts.remember(proven, origin: origin, server: server) {
                 logger.info("could not keep what the probe proved in \(putVerdicts.path); the next start checks again")

@@ -99,11 +99,7 @@ extension WebDAVStore {
             var status = try await send()
             // Another client's write under way holds a lock on the item (423) or on an item
             // inside the folder (424): it lasts one write, so it is waited for a few seconds.
-            while status.code == 423 || status.code == 424, lockedWaits < Self.lockedRetries {
-                do { try await Task.sleep(for: Self.lockedDelay * (1 << lockedWaits)) } catch {
-                    throw ProviderError(.cancelled, "\(method) was cancelled")
-                }
-                lockedWaits += 1
+            while status.code == 423 || status.code == 424, try await Self.waitOutLock(&lockedWaits, method) {
                 status = try await send()
             }
             switch status.code {
