@@ -105,7 +105,7 @@ extension FanotifyPlaceholders {
         guard fstat(fd, &info) == 0 else { throw LocalFolder.error(errno, "cannot look at \(path)") }
         let block = max(Int64(info.st_blksize), 4096)
         let length = (size + block - 1) / block * block
-        guard length == 0 || PunchHole.punch(fd, offset: 0, length: length) == 0 else {
+        guard length == 0 || FileSpace.punch(fd, offset: 0, length: length) == 0 else {
             throw LocalFolder.error(errno, "cannot free the bytes of \(path) (its file system may not punch holes)")
         }
     }

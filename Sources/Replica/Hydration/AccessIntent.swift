@@ -24,7 +24,6 @@
 // read (the program is gone, another architecture), an open counts as a read (its writes
 // raise events of their own) and an access as a write: at worst a whole file is fetched,
 // never a write let into a file with holes.
-import Foundation
 import Glibc
 
 /// What the access behind an event does to the file's old bytes.
@@ -49,7 +48,7 @@ public enum AccessIntent: Equatable, Sendable {
     /// and the whole file was fetched: HydratorTests.twoReadersOfOneRangeShareOneFetch).
     static func of(pid: Int32, file: FileIdentity, opening: Bool) -> AccessIntent {
         for _ in 0..<50 {
-            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return .unknown }
+            guard let tasks = Self.threads(of: pid) else { return .unknown }
             var seen: Set<AccessIntent> = []
             var running = false
             for task in tasks {
@@ -67,6 +66,23 @@ public enum AccessIntent: Equatable, Sendable {
             usleep(1000)
         }
         return .unknown
+    }
+
+    /// The thread ids of process `pid` (its /proc task folder, read without Foundation: this
+    /// runs for every event, about 8 000 for a 1 GiB `cat`), or nil when it is gone.
+    static func threads(of pid: Int32) -> [Int32]? {
+        guard let folder = opendir("/proc/\(pid)/task") else { return nil }
+        defer { closedir(folder) }
+        var threads: [Int32] = []
+        while let entry = readdir(folder) {
+            let id = withUnsafeBytes(of: entry.pointee.d_name) { name in
+                name.prefix { $0 != 0 }.reduce(Int32(0)) { value, digit in
+                    (48...57).contains(digit) && value >= 0 ? value &* 10 &+ Int32(digit - 48) : -1
+                }
+            }
+            if id > 0 { threads.append(id) }
+        }
+        return threads
     }
 }
 

@@ -132,6 +132,14 @@ extension Hydrator {
                 Self.restoreModificationTime(of: file, restored)
                 registry.endWriting(identity)
             }
+            // Its blocks first (unwritten extents, still holes to SEEK_HOLE, so a crash before
+            // the bytes leaves a placeholder as it was): the writes go a third faster, and a
+            // full disk refuses the read before anything travels. Where the file system
+            // cannot, the writes allocate as they go.
+            if FileSpace.allocate(file, offset: range.offset, length: range.length) != 0 {
+                let code = errno
+                if code == ENOSPC || code == EDQUOT { throw LocalFolder.error(code, "cannot hydrate \(placeholder.path) \(range)") }
+            }
             // Written straight into the file through the event's descriptor: a failure leaves
             // bytes there that nothing records, so the range stays missing and is read again.
             try await placeholder.fetch(range, file)

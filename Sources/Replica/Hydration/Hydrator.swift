@@ -220,12 +220,15 @@ public final class Hydrator: @unchecked Sendable {
     private func route(_ event: PreContentGroup.Event) {
         guard event.pid != getpid(), let identity = Self.identity(of: event.file),
               let placeholder = registry.placeholder(identity) else { return answer(event, .allow) }
-        if let range = event.range, mayHydrate(event.pid) {
+        // Looked up once per event (a read of /proc): the read-ahead, the deny rule and the
+        // history all name the same program.
+        let program = HydrationRules.processName(of: event.pid)
+        if let range = event.range, mayHydrate(program) {
             readAhead(after: Self.wanted(range, size: placeholder.size, alignment: alignment), of: identity, through: event.file)
         }
         let opening = event.events.contains(.openPermission)
         let intent = AccessIntent.of(pid: event.pid, file: identity, opening: opening)
-        guard let (wanted, reader) = request(event, of: placeholder, identity: identity, intent: intent) else {
+        guard let (wanted, reader) = request(event, of: placeholder, by: program, intent: intent) else {
             // Nothing to fetch. An open or a write still waits until the bytes already
             // readable are recorded: the file's tag and mark (its ctime) change no more
             // under the program, and no record is made after its write.
@@ -246,9 +249,8 @@ public final class Hydrator: @unchecked Sendable {
     /// in a file with holes (see `AccessIntent`); an open for reading needs the whole file
     /// when its program skips holes, nothing otherwise.
     private func request(_ event: PreContentGroup.Event, of placeholder: KnownPlaceholder,
-                         identity: FileIdentity, intent: AccessIntent) -> (ByteRange, HydrationEntry)? {
+                         by program: String?, intent: AccessIntent) -> (ByteRange, HydrationEntry)? {
         let opening = event.events.contains(.openPermission)
-        let program = HydrationRules.processName(of: event.pid)
         guard let whole = Self.needsWholeFile(intent, opening: opening, skipsHoles: rules.hydrateOnOpen.contains(program ?? "")) else {
             return nil
         }
@@ -273,8 +275,8 @@ public final class Hydrator: @unchecked Sendable {
     }
 
     /// False for a program of `deny_hydration` (its reads fetch nothing, read-ahead included).
-    private func mayHydrate(_ pid: Int32) -> Bool {
-        rules.denyHydration.isEmpty || !rules.denyHydration.contains(HydrationRules.processName(of: pid) ?? "")
+    private func mayHydrate(_ program: String?) -> Bool {
+        !rules.denyHydration.contains(program ?? "")
     }
 
     /// A program of `deny_hydration` reading bytes a placeholder lacks: EPERM, nothing fetched.
