@@ -98,10 +98,20 @@ public final class WebDAVStore: RemoteStore {
         while true {
             let response = try await connection.send(request)
             attempt += 1
-            guard response.status.code == 500, depth == "1", attempt < 3, !Task.isCancelled else { return response }
-            logger.debug("PROPFIND \(path) answered 500; asking again")
+            // rclone (golang.org/x/net/webdav) answers 500 when an item vanishes while it
+            // walks a folder, or, when it had begun the answer, cuts the 207 short.
+            let failed = (response.status.code == 500 && depth == "1") || (response.status.code == 207 && !Self.endsMultistatus(response.body))
+            guard failed, attempt < 3, !Task.isCancelled else { return response }
+            logger.debug("PROPFIND \(path) answered \(response.status.code)\(response.status.code == 207 ? " cut short" : ""); asking again")
             try? await Task.sleep(for: .milliseconds(100 * attempt))
         }
+    }
+
+    /// True when `body` ends with the multistatus element's end tag (any prefix), as a
+    /// whole 207 answer does.
+    static func endsMultistatus(_ body: Data) -> Bool {
+        let tail = body.suffix(64).reversed().drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        return Array(tail.prefix(12).reversed()) == Array("multistatus>".utf8)
     }
 
     /// PROPFIND `path` at `depth`: the entries the answer names, which must include

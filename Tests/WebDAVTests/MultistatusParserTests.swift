@@ -182,6 +182,22 @@ struct WebDAVPathTests {
 
 func p(_ text: String) -> RemotePath { try! RemotePath(string: text) }
 
+@Suite("PROPFIND answers cut short")
+struct CutMultistatusTests {
+    /// rclone cuts a 207 short when an item vanishes while it walks (its answer had begun):
+    /// such an answer is asked for again rather than refused as malformed.
+    @Test("a 207 is whole only when it ends with the multistatus end tag, whatever its prefix and trailing space")
+    func endsMultistatus() {
+        let whole = #"<?xml version="1.0"?><D:multistatus xmlns:D="DAV:"><D:response><D:href>/a</D:href></D:response></D:multistatus>"#
+        #expect(WebDAVStore.endsMultistatus(Data(whole.utf8)))
+        #expect(WebDAVStore.endsMultistatus(Data((whole + "\r\n\n  ").utf8)))
+        #expect(WebDAVStore.endsMultistatus(Data("<multistatus xmlns=\"DAV:\"></multistatus>".utf8)))
+        #expect(!WebDAVStore.endsMultistatus(Data(whole.dropLast(1).utf8)))
+        #expect(!WebDAVStore.endsMultistatus(Data(whole.prefix(60).utf8)))
+        #expect(!WebDAVStore.endsMultistatus(Data()))
+    }
+}
+
 @Suite("HTTP dates")
 struct HTTPDateTests {
     @Test("IMF-fixdate is parsed by hand to the same instant a formatter gives")
