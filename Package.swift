@@ -36,7 +36,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .target(name: "WebDAV", dependencies: [
-            "SyncEngine", "SyncModel", "ContentHash",
+            "SyncEngine", "SyncModel", "ContentHash", "SystemCalls",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "X509", package: "swift-certificates"),

@@ -11,7 +11,9 @@ extension LocalDirectoryStore {
         defer { close(output) }
         let (etag, _) = try copyOut(path, range: range, version: version, into: output, at: { _ in 0 }, what: destination.path,
                                     progress: progress)
-        guard fsync(output) == 0 else { throw SystemError.destinationError(errno, "cannot write \(destination.path)") }
+        TransferSlot.release()
+        let failure = await OffPool.fsync(output)
+        guard failure == 0 else { throw SystemError.destinationError(failure, "cannot write \(destination.path)") }
         return etag
     }
 

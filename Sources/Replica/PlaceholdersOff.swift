@@ -1,5 +1,6 @@
 import Foundation
 import SyncEngine
+import SystemCalls
 
 /// The placeholder port of a domain without files on demand: every remote file comes down
 /// whole, through a temporary file renamed into place, and nothing is ever dataless. The
@@ -14,7 +15,12 @@ public struct PlaceholdersOff: PlaceholderPort {
     public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
                           bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
         let version = try await bytes.whole(temporary)
-        let stat = try folder.install(temporary, at: path, replacing: replacing, modificationDate: entry.modificationDate)
+        // The rename and the folder's fsync wait for the disk: off Swift's cooperative threads
+        // (see `OffPool`), which the downloads still travelling need.
+        let folder = folder, date = entry.modificationDate
+        let stat = try await OffPool.run { () throws(ProviderError) -> LocalStat in
+            try folder.install(temporary, at: path, replacing: replacing, modificationDate: date)
+        }
         return PlacedFile(stat: stat, state: .materialized, version: version ?? entry.etag)
     }
 

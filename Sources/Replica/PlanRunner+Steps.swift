@@ -1,11 +1,15 @@
 import Glibc
 import Foundation
 import SyncEngine
+import SystemCalls
 
 /// One step of a plan: the guarded write on its side, then its record.
 extension PlanRunner {
+    /// Carries `step` out. `released`, when given, is called at most once, when the step no
+    /// longer needs its transfer slot (a plain download whose bytes are written).
     func perform(_ step: SyncAction, operation: Int64?, temporary: URL?, scratch: String? = nil,
-                 context: Context, progress: TransferProgress? = nil) async throws(ProviderError) {
+                 context: Context, progress: TransferProgress? = nil,
+                 released: (@Sendable () -> Void)? = nil) async throws(ProviderError) {
         logger.debug("\(step.stepName) \(step.path)\(scratch.map { " (scratch token \($0))" } ?? "")")
         if try await performForBundle(step, operation: operation, temporary: temporary, scratch: scratch, context: context,
                                       progress: progress) {
@@ -30,7 +34,7 @@ extension PlanRunner {
                                 operation: operation)
         case .download(let path, let version, let replacing, let item):
             try await download(path, version: version, replacing: replacing, item: item, operation: operation,
-                               temporary: temporary!, context: context, progress: progress)
+                               temporary: temporary!, context: context, progress: progress, released: released)
         case .createLocalSymlink(let path, let target, let replacing, let item):
             let stat = try folder.makeSymlink(at: path, target: target, replacing: replacing, temporary: temporary!)
             try provider.record(at: path, item: item, kind: .symlink, remote: context.remote[path], local: stat,
@@ -100,18 +104,37 @@ extension PlanRunner {
     }
 
     private func download(_ path: RemotePath, version: ETag?, replacing: LocalStat?, item: ItemIdentifier?,
-                          operation: Int64?, temporary: URL, context: Context,
-                          progress: TransferProgress?) async throws(ProviderError) {
+                          operation: Int64?, temporary: URL, context: Context, progress: TransferProgress?,
+                          released: (@Sendable () -> Void)?) async throws(ProviderError) {
         if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: version)
         // Known before the file is placed: a placeholder is filled by its item's identifier.
         let id = try provider.identifierForDownload(at: path, item: item, fresh: ItemIdentifier(UUID().uuidString))
-        let placed = try await placeholders.bringDown(entry, at: path, replacing: replacing, temporary: temporary,
-                                                      bytes: remoteBytes(path, version: version, item: id, progress: progress))
+        let bytes = remoteBytes(path, version: version, item: id, progress: progress)
+        // The store hands the step's transfer slot back once the bytes are written (see
+        // `TransferSlot`): what follows is disk work that overlaps the next transfers.
+        let placed = try await Self.handingBackSlot(released) { () async throws(ProviderError) -> PlacedFile in
+            try await placeholders.bringDown(entry, at: path, replacing: replacing, temporary: temporary, bytes: bytes)
+        }
         entry.etag = placed.version ?? entry.etag
         if placed.state == .materialized { entry.size = placed.stat.size }
-        try provider.record(at: path, item: id, kind: .file, remote: entry, local: placed.stat,
-                            materialization: placed.state, operation: operation)
+        // A commit waits for the disk (the state DB's fsync): off the cooperative threads.
+        let provider = provider, recorded = entry
+        _ = try await OffPool.run { () throws(ProviderError) -> ItemRecord in
+            try provider.record(at: path, item: id, kind: .file, remote: recorded, local: placed.stat,
+                                materialization: placed.state, operation: operation)
+        }
+    }
+
+    /// Runs `body` with `released` as the store's way to hand the step's slot back, when the
+    /// runner gave one.
+    static func handingBackSlot<T>(_ released: (@Sendable () -> Void)?,
+                                   _ body: () async throws(ProviderError) -> T) async throws(ProviderError) -> T {
+        guard let released else { return try await body() }
+        let result: Result<T, ProviderError> = await TransferSlot.$current.withValue(TransferSlot(released: released)) {
+            do throws(ProviderError) { return .success(try await body()) } catch { return .failure(error) }
+        }
+        return try result.get()
     }
 
     /// A placeholder moved into a pinned folder, on the server or here, comes down whole, as

@@ -81,23 +81,17 @@ public final class PlanRunner: Sendable {
         var report = RunReport()
         observer?.planStarted(plan.map { PlannedStep($0, remote: context.remote) })
         defer { observer?.planEnded() }
-        let now = provider.clock.now()
-        var deferred: Set<Int> = []
-        for index in plan.indices {
-            if context.withheld.contains(index) {
-                deferred.insert(index)
-                report.skipped += 1 + schedule.finished(index, .failed).count
-            } else if let failure = context.failures[plan[index].path], let notBefore = failure.notBefore, notBefore > now {
-                deferred.insert(index)
-                report.skipped += 1 + schedule.finished(index, .failed).count
-            }
-        }
-        await withTaskGroup(of: (Int, ProviderError?).self) { group in
-            var running = 0
+        let deferred = deferredSteps(of: plan, context: context, schedule: &schedule, report: &report)
+        // Steps end, and plain downloads hand back their transfer slot before they end (see
+        // `TransferSlot`), in any order: both come here, in the order they happened.
+        let (events, sink) = AsyncStream.makeStream(of: StepEvent.self)
+        await withDiscardingTaskGroup { group in
+            var holding: Set<Int> = []  // steps holding a transfer slot
+            var running = 0  // steps started and not ended
             var serverFailures = 0  // items the server failed in a row
             func startReady() {
-                while running < transfers, report.parked == nil, !stop.isStopped, observer?.holdsNewSteps != true,
-                      let index = schedule.next() {
+                while holding.count < transfers, running < transfers + Self.finishing, report.parked == nil,
+                      !stop.isStopped, observer?.holdsNewSteps != true, let index = schedule.next() {
                     guard schedule.outcomes[index] == nil else { continue }
                     let (step, operation, temporary, scratch) = (plan[index], operations[index], temporaries[index], scratches[index])
                     let progress = progressReporter(for: index)
@@ -105,17 +99,25 @@ public final class PlanRunner: Sendable {
                     group.addTask {
                         do throws(ProviderError) {
                             try await self.perform(step, operation: operation, temporary: temporary, scratch: scratch,
-                                                   context: context, progress: progress)
-                            return (index, nil)
+                                                   context: context, progress: progress) { sink.yield(.released(index)) }
+                            sink.yield(.ended(index, nil))
                         } catch {
-                            return (index, self.explained(error, of: step))
+                            sink.yield(.ended(index, self.explained(error, of: step)))
                         }
                     }
+                    holding.insert(index)
                     running += 1
                 }
             }
             startReady()
-            while let (index, error) = await group.next() {
+            guard running > 0 else { return }
+            for await event in events {
+                guard case .ended(let index, let error) = event else {
+                    if case .released(let index) = event { holding.remove(index) }
+                    startReady()
+                    continue
+                }
+                holding.remove(index)
                 running -= 1
                 observer?.stepEnded(index, succeeded: error == nil)
                 if let error {
@@ -133,15 +135,13 @@ public final class PlanRunner: Sendable {
                 } else {
                     serverFailures = 0
                     schedule.finished(index, .succeeded)
-                    report.succeeded += 1
-                    if case .conflictCopy(let copy) = plan[index] { report.conflicts.append((copy.path, copy.copy)) }
-                    if let failure = context.failures[plan[index].path] {
-                        try? provider.complete([failure.id])
-                    }
+                    succeeded(plan[index], context: context, report: &report)
                 }
                 startReady()
+                if running == 0 { break }
             }
         }
+        sink.finish()
         // Steps that never started hold nothing: their journal entries go.
         let unstarted = plan.indices.filter {
             schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped || deferred.contains($0)
@@ -150,6 +150,44 @@ public final class PlanRunner: Sendable {
         try provider.complete(unstarted.compactMap { operations[$0] })
         return report
     }
+
+    /// Counts a step that succeeded; an earlier failure of its item is over.
+    private func succeeded(_ step: SyncAction, context: Context, report: inout RunReport) {
+        report.succeeded += 1
+        if case .conflictCopy(let copy) = step { report.conflicts.append((copy.path, copy.copy)) }
+        if let failure = context.failures[step.path] { try? provider.complete([failure.id]) }
+    }
+
+    /// The steps not to run this time (withheld by the mass-delete guard, or failed before and
+    /// still backing off), marked failed in `schedule` with what needs them, and counted as
+    /// skipped.
+    private func deferredSteps(of plan: [SyncAction], context: Context, schedule: inout PlanSchedule,
+                               report: inout RunReport) -> Set<Int> {
+        let now = provider.clock.now()
+        var deferred: Set<Int> = []
+        for index in plan.indices {
+            let backingOff = context.failures[plan[index].path].flatMap(\.notBefore).map { $0 > now } ?? false
+            guard context.withheld.contains(index) || backingOff else { continue }
+            deferred.insert(index)
+            report.skipped += 1 + schedule.finished(index, .failed).count
+        }
+        return deferred
+    }
+
+    /// What happens to a running step, as the runner hears it.
+    enum StepEvent: Sendable {
+        /// The step no longer needs its transfer slot (a download's bytes are written).
+        case released(Int)
+        /// The step ended, with its error (already explained) when it failed.
+        case ended(Int, ProviderError?)
+    }
+
+    /// How many steps may be finishing (their transfer over, their file being made durable,
+    /// put in place and recorded) beside the `transfers` that hold a slot: enough for a
+    /// journaled file system to commit many fsyncs together (sixteen concurrent fsyncs of
+    /// small files ran 5.6 times faster than one at a time here), few enough that the
+    /// threads blocked in them stay a handful.
+    static let finishing = 16
 
     /// How many items the server fails in a row (`serverFailedItem`, no success between)
     /// before the pass stops and the domain parks: one file the server cannot store backs

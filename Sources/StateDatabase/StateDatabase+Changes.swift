@@ -55,13 +55,40 @@ extension StateDatabase {
         let rows = changes.contains { if case .setSyncAnchor = $0 { false } else { true } }
         if rows { generation.withLock { $0 &+= 1 } }
         defer { if rows { generation.withLock { $0 &+= 1 } } }
-        try write("apply \(changes.count) changes") { db in
-            for change in changes {
-                do {
-                    try Self.apply(change, in: db)
-                } catch let error as DatabaseError {
-                    throw FailedChange(action: Self.summary(of: change), error: error)
+        try group.apply(changes) { members in commit(members) }
+    }
+
+    /// Applies the members' changes in one transaction; when it fails, each member in one of
+    /// its own (see `GroupCommit`).
+    private func commit(_ members: [GroupCommit.Member]) {
+        if members.count > 1 {
+            let count = members.reduce(0) { $0 + $1.changes.count }
+            do throws(ProviderError) {
+                try write("apply \(count) changes of \(members.count) calls") { db in
+                    for member in members { try Self.apply(member.changes, in: db) }
                 }
+                for member in members { member.outcome = .success(()) }
+                return
+            } catch {
+                // Nothing of it stays: each member on its own below.
+            }
+        }
+        for member in members {
+            do throws(ProviderError) {
+                try write("apply \(member.changes.count) changes") { db in try Self.apply(member.changes, in: db) }
+                member.outcome = .success(())
+            } catch {
+                member.outcome = .failure(error)
+            }
+        }
+    }
+
+    private static func apply(_ changes: [StateChange], in db: Database) throws {
+        for change in changes {
+            do {
+                try Self.apply(change, in: db)
+            } catch let error as DatabaseError {
+                throw FailedChange(action: Self.summary(of: change), error: error)
             }
         }
     }

@@ -1,7 +1,8 @@
 // Durability contract: the state DB runs in WAL mode with `PRAGMA synchronous = FULL` on its
 // one writer connection, so a transaction's WAL frames are fsync'ed before its commit
-// returns. `apply` and `journal` each run one write transaction; when they return, what they
-// wrote survives kill -9 and power loss, and when they throw, none of it happened. The
+// returns. `apply` and `journal` each run in one write transaction (concurrent `apply` calls
+// may share one: `GroupCommit`); when they return, what they wrote survives kill -9 and
+// power loss, and when they throw, none of it happened. The
 // replica records a hydrated range only after fsyncing the data it describes, so a range in
 // this DB is never a hole on disk.
 
@@ -30,6 +31,8 @@ public final class StateDatabase: StateStore, Sendable {
     /// (`itemsGeneration`).
     /// Only the daemon that holds the domain's lock writes the file, through one instance.
     let generation = Mutex<Int64>(0)
+    /// Where concurrent `apply` calls meet to share a transaction.
+    let group = GroupCommit()
 
     /// `<stateDirectory>/<name>.sqlite`: where the state DB of the domain `name` lives.
     public static func path(forDomain name: String, stateDirectory: String) -> String {

@@ -11,6 +11,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SyncEngine
+import SystemCalls
 
 extension WebDAVStore {
     /// A part is fsynced at every multiple of this many bytes.
@@ -73,7 +74,9 @@ extension WebDAVStore {
         if let total, writer.written != total {
             throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(writer.written) of \(total) bytes); will resume")
         }
-        guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
+        TransferSlot.release()
+        let failure = await OffPool.fsync(fd)
+        guard failure == 0 else { throw ChunkWriter.localError(failure, "cannot write \(destination.path)") }
         return etag ?? version
     }
 

@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SyncEngine
+import SystemCalls
 
 extension WebDAVStore {
     public func download(_ path: RemotePath, range: ByteRange?, version: ETag?, to destination: URL,
@@ -44,7 +45,9 @@ extension WebDAVStore {
         // 416: the range starts at or after the end, so there is nothing to write.
         if response.status.code == 416 { return etag ?? version }
         _ = try await receiveBody(response, of: path, range: range, into: fd, at: 0, meter: meter, progress: progress)
-        guard fsync(fd) == 0 else { throw ChunkWriter.localError(errno, "cannot write \(destination.path)") }
+        TransferSlot.release()
+        let failure = await OffPool.fsync(fd)
+        guard failure == 0 else { throw ChunkWriter.localError(failure, "cannot write \(destination.path)") }
         return etag ?? version
     }
 

@@ -1,0 +1,53 @@
+// Group commit (issue 16 item 4): `apply` calls made at the same time share one write
+// transaction, so one WAL sync (and one write of each page they share, a folder's index
+// page) serves them all. A download of 10 000 small files records each file on its own
+// (its step's own transaction, which also completes its journal entry); sixteen steps finish
+// at once (PlanRunner.finishing), and each used to wait for its own commit's fsync.
+//
+// Leader and followers: a call queues its changes; the first caller that finds no commit
+// running takes every queued call into one transaction, commits, and wakes the others; calls
+// queued meanwhile go in the next one. A call returns only once the transaction that holds its
+// changes committed. When a shared transaction fails (one member's change is refused: a name
+// already used, a cycle), nothing of it stays, and each member is applied again in a
+// transaction of its own, so a member fails only for its own changes.
+
+import Foundation
+import SyncEngine
+
+/// Queues concurrent `apply` calls into shared transactions.
+final class GroupCommit: @unchecked Sendable {
+    /// One call's changes, and what became of them.
+    final class Member {
+        let changes: [StateChange]
+        var outcome: Result<Void, ProviderError>?
+        init(_ changes: [StateChange]) { self.changes = changes }
+    }
+
+    private let condition = NSCondition()
+    private var queued: [Member] = []
+    private var committing = false
+
+    /// Applies `changes` with `commit`, which gets every member queued at that moment and
+    /// sets each one's outcome; returns once this member's outcome is known.
+    func apply(_ changes: [StateChange], commit: ([Member]) -> Void) throws(ProviderError) {
+        let member = Member(changes)
+        condition.lock()
+        queued.append(member)
+        while member.outcome == nil {
+            guard !committing else {
+                condition.wait()
+                continue
+            }
+            committing = true
+            let batch = queued
+            queued.removeAll()
+            condition.unlock()
+            commit(batch)
+            condition.lock()
+            committing = false
+            condition.broadcast()
+        }
+        condition.unlock()
+        try member.outcome!.get()
+    }
+}
