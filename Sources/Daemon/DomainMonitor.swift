@@ -36,6 +36,9 @@ public final class DomainMonitor: PlanObserver, Sendable {
         public var bytesTotal: Int64?
         /// When its first byte moved.
         public var transferStartedAt: Date?
+        /// Its bytes have all moved; it is being made durable and recorded (a download that
+        /// handed its transfer slot back): running, but no longer a transfer.
+        public var transferDone = false
     }
 
     /// A copy of the state at one moment.
@@ -279,6 +282,10 @@ public final class DomainMonitor: PlanObserver, Sendable {
 
     public func stepStarted(_ index: Int) {
         state.withLock { $0.steps[index]?.running = true }
+    }
+
+    public func stepReleased(_ index: Int) {
+        state.withLock { $0.steps[index]?.transferDone = true }
     }
 
     public func transferProgressed(step index: Int, bytesDone: Int64, bytesTotal: Int64?) {

@@ -91,7 +91,8 @@ extension DomainStatus {
         if !live.normalisationTwins.isEmpty {
             status.normalisationTwins = live.normalisationTwins.map { NameTwins(paths: $0.map(\.description)) }
         }
-        status.transfers = live.pending.filter { $0.running && $0.step.direction != nil }.map { transfer(of: $0, now: now) }
+        status.transfers = live.pending.filter { $0.running && !$0.transferDone && $0.step.direction != nil }
+            .map { transfer(of: $0, now: now) }
         return status
     }
 

@@ -10,12 +10,20 @@ public protocol PlanObserver: Sendable {
     func stepStarted(_ index: Int)
     /// Step `index`, a transfer, has moved `bytesDone` of `bytesTotal` bytes.
     func transferProgressed(step index: Int, bytesDone: Int64, bytesTotal: Int64?)
+    /// Step `index` handed its transfer slot back: its bytes have moved, and it goes on
+    /// making them durable and recording them (a download; see `TransferSlot`).
+    func stepReleased(_ index: Int)
     /// Step `index` ended; `succeeded` is false when it failed.
     func stepEnded(_ index: Int, succeeded: Bool)
     /// The plan is over; steps that never started were dropped.
     func planEnded()
     /// While true, the runner starts no new step (running ones finish): the domain is paused.
     var holdsNewSteps: Bool { get }
+}
+
+extension PlanObserver {
+    /// Nothing, by default.
+    public func stepReleased(_ index: Int) {}
 }
 
 /// One step of a plan as `tidesync status` shows it.

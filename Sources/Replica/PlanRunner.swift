@@ -12,7 +12,8 @@ import Logging
 import SyncEngine
 
 /// Carries a reconciliation plan out: remote steps through the engine, local steps through
-/// the `LocalFolder`, up to `transfers` at once in the order `PlanSchedule` allows.
+/// the `LocalFolder`, up to `transfers` transfers at once in the order `PlanSchedule` allows
+/// (and up to `finishing` more downloads making their bytes durable and recording them).
 public final class PlanRunner: Sendable {
     public let provider: SyncProvider
     public let folder: LocalFolder
@@ -84,7 +85,7 @@ public final class PlanRunner: Sendable {
         let deferred = deferredSteps(of: plan, context: context, schedule: &schedule, report: &report)
         // Steps end, and plain downloads hand back their transfer slot before they end (see
         // `TransferSlot`), in any order: both come here, in the order they happened.
-        let (events, sink) = AsyncStream.makeStream(of: StepEvent.self)
+        let sink = StepEvents()
         await withDiscardingTaskGroup { group in
             var holding: Set<Int> = []  // steps holding a transfer slot
             var running = 0  // steps started and not ended
@@ -110,10 +111,10 @@ public final class PlanRunner: Sendable {
                 }
             }
             startReady()
-            guard running > 0 else { return }
-            for await event in events {
+            while running > 0 {
+                let event = await sink.next()
                 guard case .ended(let index, let error) = event else {
-                    if case .released(let index) = event { holding.remove(index) }
+                    if case .released(let index) = event, holding.remove(index) != nil { observer?.stepReleased(index) }
                     startReady()
                     continue
                 }
@@ -138,10 +139,8 @@ public final class PlanRunner: Sendable {
                     succeeded(plan[index], context: context, report: &report)
                 }
                 startReady()
-                if running == 0 { break }
             }
         }
-        sink.finish()
         // Steps that never started hold nothing: their journal entries go.
         let unstarted = plan.indices.filter {
             schedule.outcomes[$0] == nil || schedule.outcomes[$0] == .skipped || deferred.contains($0)
@@ -180,6 +179,40 @@ public final class PlanRunner: Sendable {
         case released(Int)
         /// The step ended, with its error (already explained) when it failed.
         case ended(Int, ProviderError?)
+    }
+
+    /// The steps' events, in the order they happened, to one reader. Unlike an AsyncStream it
+    /// is read to the end even when the runner's task is cancelled: every started step's end
+    /// is handled (its journal entry, its temporary), as `group.next()` did before.
+    final class StepEvents: @unchecked Sendable {
+        private let lock = NSLock()
+        private var buffered: [StepEvent] = []
+        private var reader: CheckedContinuation<StepEvent, Never>?
+
+        func yield(_ event: StepEvent) {
+            lock.lock()
+            guard let reader else {
+                buffered.append(event)
+                return lock.unlock()
+            }
+            self.reader = nil
+            lock.unlock()
+            reader.resume(returning: event)
+        }
+
+        /// The next event; waits for one.
+        func next() async -> StepEvent {
+            await withCheckedContinuation { continuation in
+                lock.lock()
+                guard buffered.isEmpty else {
+                    let event = buffered.removeFirst()
+                    lock.unlock()
+                    return continuation.resume(returning: event)
+                }
+                reader = continuation
+                lock.unlock()
+            }
+        }
     }
 
     /// How many steps may be finishing (their transfer over, their file being made durable,

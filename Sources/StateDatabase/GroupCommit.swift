@@ -16,8 +16,8 @@ import SyncEngine
 
 /// Queues concurrent `apply` calls into shared transactions.
 final class GroupCommit: @unchecked Sendable {
-    /// One call's changes, and what became of them.
-    final class Member {
+    /// One call's changes, and what became of them (set and read under the lock only).
+    private final class Member {
         let changes: [StateChange]
         var outcome: Result<Void, ProviderError>?
         init(_ changes: [StateChange]) { self.changes = changes }
@@ -27,9 +27,10 @@ final class GroupCommit: @unchecked Sendable {
     private var queued: [Member] = []
     private var committing = false
 
-    /// Applies `changes` with `commit`, which gets every member queued at that moment and
-    /// sets each one's outcome; returns once this member's outcome is known.
-    func apply(_ changes: [StateChange], commit: ([Member]) -> Void) throws(ProviderError) {
+    /// Applies `changes` with `commit`, which gets the changes of every call queued at that
+    /// moment and returns each one's outcome, in order; returns once this call's is known.
+    func apply(_ changes: [StateChange],
+               commit: ([[StateChange]]) -> [Result<Void, ProviderError>]) throws(ProviderError) {
         let member = Member(changes)
         condition.lock()
         queued.append(member)
@@ -42,12 +43,14 @@ final class GroupCommit: @unchecked Sendable {
             let batch = queued
             queued.removeAll()
             condition.unlock()
-            commit(batch)
+            let outcomes = commit(batch.map(\.changes))
             condition.lock()
+            for (member, outcome) in zip(batch, outcomes) { member.outcome = outcome }
             committing = false
             condition.broadcast()
         }
+        let outcome = member.outcome!
         condition.unlock()
-        try member.outcome!.get()
+        try outcome.get()
     }
 }

@@ -58,27 +58,23 @@ extension StateDatabase {
         try group.apply(changes) { members in commit(members) }
     }
 
-    /// Applies the members' changes in one transaction; when it fails, each member in one of
-    /// its own (see `GroupCommit`).
-    private func commit(_ members: [GroupCommit.Member]) {
+    /// Applies each member's changes, all in one transaction; when it fails, each member in
+    /// one of its own (see `GroupCommit`). Returns each member's outcome, in order.
+    private func commit(_ members: [[StateChange]]) -> [Result<Void, ProviderError>] {
         if members.count > 1 {
-            let count = members.reduce(0) { $0 + $1.changes.count }
+            let count = members.reduce(0) { $0 + $1.count }
             do throws(ProviderError) {
                 try write("apply \(count) changes of \(members.count) calls") { db in
-                    for member in members { try Self.apply(member.changes, in: db) }
+                    for changes in members { try Self.apply(changes, in: db) }
                 }
-                for member in members { member.outcome = .success(()) }
-                return
+                return members.map { _ in .success(()) }
             } catch {
                 // Nothing of it stays: each member on its own below.
             }
         }
-        for member in members {
-            do throws(ProviderError) {
-                try write("apply \(member.changes.count) changes") { db in try Self.apply(member.changes, in: db) }
-                member.outcome = .success(())
-            } catch {
-                member.outcome = .failure(error)
+        return members.map { changes in
+            Result { () throws(ProviderError) in
+                try write("apply \(changes.count) changes") { db in try Self.apply(changes, in: db) }
             }
         }
     }

@@ -1,22 +1,25 @@
-import Dispatch
+import Foundation
 import Glibc
 
-/// Calls that hold a thread for a disk's time (an fsync waits for the device), made on
-/// threads of their own instead of one of Swift's cooperative threads, of which there are
-/// as many as cores: on a 2-core machine two downloads waiting in fsync stopped every other
-/// transfer and every other fsync that could have shared their journal commit (a 10 000-file
-/// download with `transfers` 4, 8 or 16 took the same time).
+/// Calls that hold a thread for a disk's time (an fsync waits for the device, a state-DB
+/// commit for its fsync), made on threads of their own instead of Swift's cooperative
+/// threads, of which there are as many as cores: on a 2-core machine two downloads waiting
+/// in fsync stopped every other transfer and every other fsync that could have shared their
+/// journal commit (a 10 000-file download with `transfers` 4, 8 or 16 took the same time).
+/// Not a dispatch queue: on Linux a concurrent queue of one's own draws on the same
+/// CPU-wide pool as Swift's executor, which grows by one thread a second at most.
 public enum OffPool {
-    /// Concurrent: on Linux a queue of one's own draws threads from dispatch's overcommit
-    /// pool, which adds one for each item that blocks. Callers bound how many run at once
-    /// (a domain's `transfers`).
-    private static let queue = DispatchQueue(label: "tidesync.blocking-calls", attributes: .concurrent)
+    /// At most this many threads, made when a call finds none idle; idle ones wait on a
+    /// condition without waking. Callers bound how many calls run at once (a domain's
+    /// `transfers` plus the downloads finishing beside them).
+    static let limit = 32
+    private static let threads = Workers(limit: limit)
 
-    /// Runs `body` on a thread of the queue and returns what it returned, or throws what it
-    /// threw. It runs to its end even when the calling task is cancelled.
+    /// Runs `body` on one of the pool's threads and returns what it returned, or throws what
+    /// it threw. It runs to its end even when the calling task is cancelled.
     public static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Result { () throws(E) -> T in try body() }) }
+            threads.submit { continuation.resume(returning: Result { () throws(E) -> T in try body() }) }
         }
         return try result.get()
     }
@@ -25,5 +28,47 @@ public enum OffPool {
     /// keeps `fd` open until this returns.
     public static func fsync(_ fd: Int32) async -> Int32 {
         await run { Glibc.fsync(fd) == 0 ? 0 : errno }
+    }
+
+    /// Threads taking jobs in the order they came.
+    private final class Workers: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var jobs: [@Sendable () -> Void] = []
+        private var next = 0  // index of the next job in `jobs`
+        private var idle = 0
+        private var started = 0
+        private let limit: Int
+
+        init(limit: Int) { self.limit = limit }
+
+        func submit(_ job: @escaping @Sendable () -> Void) {
+            condition.lock()
+            defer { condition.unlock() }
+            jobs.append(job)
+            // A thread for each job waiting, as long as the limit allows: an idle thread
+            // signalled but not yet awake still counts as idle until it takes its job.
+            guard jobs.count - next > idle, started < limit else { return condition.signal() }
+            started += 1
+            let thread = Thread { [self] in work() }
+            thread.name = "tidesync-blocking"
+            thread.start()
+        }
+
+        private func work() {
+            condition.lock()
+            while true {
+                while next == jobs.count {
+                    idle += 1
+                    condition.wait()
+                    idle -= 1
+                }
+                let job = jobs[next]
+                next += 1
+                if next == jobs.count { (jobs, next) = ([], 0) }
+                condition.unlock()
+                job()
+                condition.lock()
+            }
+        }
     }
 }

@@ -89,7 +89,7 @@ public final class WebDAVStore: RemoteStore {
     /// A folder listing (Depth 1) answered 500 is asked for twice more, 100 and 200 ms later: WsgiDAV fails
     /// a PROPFIND Depth 1 with 500 when a member goes (another client's delete or move)
     /// between its reading the folder and describing that member, and a pass should not
-    /// fail for that.
+    /// fail for that; so is a 207 of any depth cut short (`endsMultistatus`).
     func propfindResponse(_ path: RemotePath, depth: String, isFolder: Bool) async throws(ProviderError) -> CollectedResponse {
         var request = connection.request("PROPFIND", path: paths.requestPath(path, isFolder: isFolder),
                                          headers: [("Depth", depth), ("Content-Type", "application/xml; charset=utf-8")])
@@ -98,8 +98,8 @@ public final class WebDAVStore: RemoteStore {
         while true {
             let response = try await connection.send(request)
             attempt += 1
-            // rclone (golang.org/x/net/webdav) answers 500 when an item vanishes while it
-            // walks a folder, or, when it had begun the answer, cuts the 207 short.
+            // rclone (golang.org/x/net/webdav) cuts a 207 short when an item vanishes while it
+            // walks, after its answer had begun.
             let failed = (response.status.code == 500 && depth == "1") || (response.status.code == 207 && !Self.endsMultistatus(response.body))
             guard failed, attempt < 3, !Task.isCancelled else { return response }
             logger.debug("PROPFIND \(path) answered \(response.status.code)\(response.status.code == 207 ? " cut short" : ""); asking again")
@@ -107,11 +107,19 @@ public final class WebDAVStore: RemoteStore {
         }
     }
 
-    /// True when `body` ends with the multistatus element's end tag (any prefix), as a
-    /// whole 207 answer does.
+    /// True when `body` ends with the multistatus element's end (`</x:multistatus>`, space
+    /// allowed before the `>`, or an empty `<x:multistatus …/>`), as a whole 207 answer does.
+    /// One that ends otherwise (a comment after the root, which no server tried sends) is
+    /// asked for twice more, and then parsed as it is.
     static func endsMultistatus(_ body: Data) -> Bool {
-        let tail = body.suffix(64).reversed().drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        return Array(tail.prefix(12).reversed()) == Array("multistatus>".utf8)
+        let spaces: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
+        let tail = Array(body.suffix(4096))
+        guard let end = tail.lastIndex(where: { !spaces.contains($0) }), tail[end] == UInt8(ascii: ">"),
+              let start = tail[...end].lastIndex(of: UInt8(ascii: "<")) else { return false }
+        let tag = String(decoding: tail[start...end], as: UTF8.self)
+        let name = tag.dropFirst(tag.hasPrefix("</") ? 2 : 1).prefix { !spaces.contains($0.asciiValue ?? 0) && $0 != ">" && $0 != "/" }
+        guard name == "multistatus" || name.hasSuffix(":multistatus") else { return false }
+        return tag.hasPrefix("</") || tag.hasSuffix("/>")
     }
 
     /// PROPFIND `path` at `depth`: the entries the answer names, which must include

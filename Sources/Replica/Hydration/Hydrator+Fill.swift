@@ -142,8 +142,17 @@ extension Hydrator {
             }
             // Written straight into the file through the event's descriptor: a failure leaves
             // bytes there that nothing records, so the range stays missing and is read again.
-            try await placeholder.fetch(range, file)
-            guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
+            do throws(ProviderError) {
+                try await placeholder.fetch(range, file)
+                guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
+            } catch {
+                // Its blocks go back, so a placeholder never holds disk space for bytes it
+                // lacks (unless a program emptied the file meanwhile: then it is theirs).
+                if Self.localStat(of: file).size >= placeholder.size {
+                    _ = FileSpace.punch(file, offset: range.offset, length: range.length)
+                }
+                throw error
+            }
         } catch {
             registry.finish(range, of: identity, present: false)
             throw error
