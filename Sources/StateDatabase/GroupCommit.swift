@@ -27,6 +27,9 @@ final class GroupCommit: @unchecked Sendable {
     private var queued: [Member] = []
     private var committing = false
 
+    /// How many calls wait for the next transaction (for tests).
+    var waiting: Int { condition.withLock { queued.count } }
+
     /// Applies `changes` with `commit`, which gets the changes of every call queued at that
     /// moment and returns each one's outcome, in order; returns once this call's is known.
     func apply(_ changes: [StateChange],

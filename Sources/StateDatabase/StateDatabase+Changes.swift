@@ -60,7 +60,7 @@ extension StateDatabase {
 
     /// Applies each member's changes, all in one transaction; when it fails, each member in
     /// one of its own (see `GroupCommit`). Returns each member's outcome, in order.
-    private func commit(_ members: [[StateChange]]) -> [Result<Void, ProviderError>] {
+    func commit(_ members: [[StateChange]]) -> [Result<Void, ProviderError>] {
         if members.count > 1 {
             let count = members.reduce(0) { $0 + $1.count }
             do throws(ProviderError) {
