@@ -92,7 +92,7 @@ public final class PlanRunner: Sendable {
             var serverFailures = 0  // items the server failed in a row
             func startReady() {
                 while holding.count < transfers, running < transfers + Self.finishing, report.parked == nil,
-                      !stop.isStopped, observer?.holdsNewSteps != true, let index = schedule.next() {
+                      !stop.isStopped, !Task.isCancelled, observer?.holdsNewSteps != true, let index = schedule.next() {
                     guard schedule.outcomes[index] == nil else { continue }
                     let (step, operation, temporary, scratch) = (plan[index], operations[index], temporaries[index], scratches[index])
                     let progress = progressReporter(for: index)

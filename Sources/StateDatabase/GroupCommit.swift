@@ -47,6 +47,7 @@ final class GroupCommit: @unchecked Sendable {
             queued.removeAll()
             condition.unlock()
             let outcomes = commit(batch.map(\.changes))
+            precondition(outcomes.count == batch.count, "a group commit returned \(outcomes.count) outcomes for \(batch.count) calls")
             condition.lock()
             for (member, outcome) in zip(batch, outcomes) { member.outcome = outcome }
             committing = false

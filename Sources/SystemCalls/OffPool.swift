@@ -10,8 +10,9 @@ import Glibc
 /// CPU-wide pool as Swift's executor, which grows by one thread a second at most.
 public enum OffPool {
     /// At most this many threads, made when a call finds none idle; idle ones wait on a
-    /// condition without waking. Callers bound how many calls run at once (a domain's
-    /// `transfers` plus the downloads finishing beside them).
+    /// condition without waking. More calls than that wait in order (a domain's `transfers`
+    /// plus the downloads finishing beside them may exceed it, and every domain shares the
+    /// pool); none waits for another queued call, so they only wait longer.
     static let limit = 32
     private static let threads = Workers(limit: limit)
 
@@ -33,7 +34,7 @@ public enum OffPool {
     /// Threads taking jobs in the order they came.
     private final class Workers: @unchecked Sendable {
         private let condition = NSCondition()
-        private var jobs: [@Sendable () -> Void] = []
+        private var jobs: [(@Sendable () -> Void)?] = []  // taken ones are nil
         private var next = 0  // index of the next job in `jobs`
         private var idle = 0
         private var started = 0
@@ -50,7 +51,7 @@ public enum OffPool {
             guard jobs.count - next > idle, started < limit else { return condition.signal() }
             started += 1
             let thread = Thread { [self] in work() }
-            thread.name = "tidesync-blocking"
+            thread.name = "tidesync-block"  // Linux keeps 15 bytes of a thread's name
             thread.start()
         }
 
@@ -62,9 +63,16 @@ public enum OffPool {
                     condition.wait()
                     idle -= 1
                 }
-                let job = jobs[next]
+                let job = jobs[next]!
+                jobs[next] = nil  // what it holds goes when it is done, not when the queue drains
                 next += 1
-                if next == jobs.count { (jobs, next) = ([], 0) }
+                if next == jobs.count {
+                    jobs.removeAll(keepingCapacity: true)
+                    next = 0
+                } else if next > 64 && next > jobs.count / 2 {
+                    jobs.removeFirst(next)
+                    next = 0
+                }
                 condition.unlock()
                 job()
                 condition.lock()

@@ -105,14 +105,16 @@ fi
 
 # --- work dir and server -----------------------------------------------------
 W=$(mktemp -d /tmp/tidesync-bench.XXXXXX)
-mounted=no
 cleanup() {
     local rc=$?
     bash "$repo/packaging/dav-server.sh" stop "$W/dav" || true
     if [[ "$KEEP" == 1 ]]; then
-        say "work directory kept: $W$([[ "$mounted" == yes ]] && echo " (still mounted from $W.img)")"
+        say "work directory kept: $W$([[ "$IMAGE_MIB" -gt 0 ]] && echo " (on $W.img, still mounted)")"
     else
-        [[ "$mounted" == yes ]] && { umount "$W" || umount -l "$W"; rm -f "$W.img"; }
+        if [[ "$IMAGE_MIB" -gt 0 ]]; then
+            if mountpoint -q "$W"; then umount "$W" || umount -l "$W"; fi
+            rm -f "$W.img"
+        fi
         rm -rf "$W"
     fi
     exit "$rc"
@@ -120,9 +122,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 if [[ "$IMAGE_MIB" -gt 0 ]]; then
-    truncate -s "${IMAGE_MIB}M" "$W.img" && mkfs.ext4 -q -F "$W.img" || die "cannot make an ext4 image at $W.img"
+    if ! truncate -s "${IMAGE_MIB}M" "$W.img" || ! mkfs.ext4 -q -F "$W.img"; then die "cannot make an ext4 image at $W.img"; fi
     mount -o loop "$W.img" "$W" || die "cannot loop-mount $W.img"
-    mounted=yes
     say "work directory on a fresh ext4 image of $IMAGE_MIB MiB (journaled), loop-mounted"
 fi
 

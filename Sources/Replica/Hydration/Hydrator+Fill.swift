@@ -138,7 +138,11 @@ extension Hydrator {
             // cannot, the writes allocate as they go.
             if FileSpace.allocate(file, offset: range.offset, length: range.length) != 0 {
                 let code = errno
-                if code == ENOSPC || code == EDQUOT { throw LocalFolder.error(code, "cannot hydrate \(placeholder.path) \(range)") }
+                if code == ENOSPC || code == EDQUOT {
+                    // What the file system did allocate before it ran out goes back too.
+                    _ = FileSpace.punch(file, offset: range.offset, length: range.length)
+                    throw LocalFolder.error(code, "cannot hydrate \(placeholder.path) \(range)")
+                }
             }
             // Written straight into the file through the event's descriptor: a failure leaves
             // bytes there that nothing records, so the range stays missing and is read again.
