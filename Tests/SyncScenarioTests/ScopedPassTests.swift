@@ -99,6 +99,13 @@ struct ScopedPassTests {
         #expect(try database.itemCount() > 20_000)
 
         func watched(_ paths: [String: Bool]) async throws -> PassResult {
+            // Closed here, but a child another test spawned just then may hold a copy of a
+            // written file's descriptor until it runs exec (tens of milliseconds beside two
+            // CPU hogs): the pass would hold the file back as open for writing.
+            let folder = LocalFolder(root: local)
+            for path in paths.keys {
+                try await eventually("no process holds \(path) open for writing") { !folder.isOpenForWriting(try RemotePath(string: path)) }
+            }
             state.reset()
             var settled: [RemotePath: Bool] = [:]
             for (path, subtree) in paths { settled[try RemotePath(string: path)] = subtree }
