@@ -132,26 +132,24 @@ extension Hydrator {
                 Self.restoreModificationTime(of: file, restored)
                 registry.endWriting(identity)
             }
-            // Its blocks first (unwritten extents, still holes to SEEK_HOLE, so a crash before
-            // the bytes leaves a placeholder as it was): the writes go a third faster, and a
-            // full disk refuses the read before anything travels. Where the file system
-            // cannot, the writes allocate as they go.
-            if FileSpace.allocate(file, offset: range.offset, length: range.length) != 0 {
-                let code = errno
-                if code == ENOSPC || code == EDQUOT {
-                    // What the file system did allocate before it ran out goes back too.
-                    _ = FileSpace.punch(file, offset: range.offset, length: range.length)
-                    throw LocalFolder.error(code, "cannot hydrate \(placeholder.path) \(range)")
-                }
-            }
-            // Written straight into the file through the event's descriptor: a failure leaves
-            // bytes there that nothing records, so the range stays missing and is read again.
             do throws(ProviderError) {
+                // Its blocks first (unwritten extents, still holes to SEEK_HOLE, so a crash
+                // before the bytes leaves a placeholder as it was): the writes go a third
+                // faster, and a full disk refuses the read before anything travels. Where the
+                // file system cannot, the writes allocate as they go.
+                if FileSpace.allocate(file, offset: range.offset, length: range.length) != 0 {
+                    let code = errno
+                    if code == ENOSPC || code == EDQUOT { throw LocalFolder.error(code, "cannot hydrate \(placeholder.path) \(range)") }
+                }
+                // Written straight into the file through the event's descriptor: a failure
+                // leaves bytes there that nothing records, so the range stays missing and is
+                // read again.
                 try await placeholder.fetch(range, file)
                 guard !Task.isCancelled else { throw ProviderError(.cancelled, "the fetch of \(placeholder.path) \(range) was given up") }
             } catch {
-                // Its blocks go back, so a placeholder never holds disk space for bytes it
-                // lacks (unless a program emptied the file meanwhile: then it is theirs).
+                // Its blocks go back (those a full disk let it allocate too), so a placeholder
+                // never holds disk space for bytes it lacks (unless a program emptied the file
+                // meanwhile: then it is theirs).
                 if Self.localStat(of: file).size >= placeholder.size {
                     _ = FileSpace.punch(file, offset: range.offset, length: range.length)
                 }
