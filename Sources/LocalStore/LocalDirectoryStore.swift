@@ -75,9 +75,23 @@ public struct LocalDirectoryStore: RemoteStore {
         return try walk(path)
     }
 
-    /// Every entry below the folder at `path`, listed folder by folder. A folder below
-    /// `path` that cannot be opened or read (EACCES, EIO, EMFILE, …) is unlisted, not empty.
+    public func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
+        try checkRoot()
+        return try walk(path, visit: visit)
+    }
+
+    /// Every entry below the folder at `path`, as `walk(_:visit:)` lists them.
     func walk(_ path: RemotePath) throws(ProviderError) -> RemoteListing {
+        var entries: [RemoteEntry] = []
+        var result = try walk(path) { entries.append(contentsOf: $0) }
+        result.entries = entries
+        return result
+    }
+
+    /// Every entry below the folder at `path`, listed folder by folder, each folder's handed
+    /// to `visit`. A folder below `path` that cannot be opened or read (EACCES, EIO, EMFILE, …)
+    /// is unlisted, not empty.
+    func walk(_ path: RemotePath, visit: ([RemoteEntry]) -> Void) throws(ProviderError) -> RemoteListing {
         var result = RemoteListing(entries: [])
         var folders = [path]
         while let folder = folders.popLast() {
@@ -91,7 +105,7 @@ public struct LocalDirectoryStore: RemoteStore {
                 result.unlisted[folder] = error
                 continue
             }
-            result.entries.append(contentsOf: entries)
+            visit(entries)
             // The engine's scratch folders (a bundle being written) are listed, never
             // entered: nothing in them is an item, and they come and go mid-walk.
             folders.append(contentsOf: entries.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))

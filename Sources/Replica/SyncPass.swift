@@ -91,12 +91,19 @@ public struct SyncPass: Sendable {
         let generation = runner.provider.rowsGeneration()
         var listing: WalkedListing?
         if Self.touchesNothing(widened), widened.walksRemote, unreadableBefore.isEmpty {
-            guard let walked = try await runner.provider.walkUnlessUnchanged() else {
+            let walked = try await runner.provider.walkMatching()
+            guard !walked.unchanged else {
                 try checkRoot(try runner.provider.itemRecord(.root))
                 lap("remote walk (as listed when it last agreed with the rows: no row read)")
                 return unchangedPoll()
             }
-            listing = walked
+            listing = walked.listing
+        } else if widened.isFull, widened.walksRemote, remoteChange == nil, unreadableBefore.isEmpty, failures.isEmpty {
+            let walked = try await walkBesideStreamedAgreement()
+            lap(walked.seen != nil ? "remote walk and local scan (folder by folder, \(walked.seen?.rows ?? 0) rows: every item as recorded)"
+                : "remote walk")
+            if let seen = walked.seen { return try agreedPass(seen) }
+            listing = walked.listing
         }
         let (base, recorded, scoped, read) = try records(for: widened)
         var observed = read
@@ -213,7 +220,7 @@ public struct SyncPass: Sendable {
     }
 
     /// The result of an idle poll whose walk listed what the last walk agreeing with the rows
-    /// listed (`SyncProvider.walkUnlessUnchanged`): what a quiet pass over every row gives,
+    /// listed (`SyncProvider.walkMatching`): what a quiet pass over every row gives,
     /// with no folder's names looked at (status keeps its name twins).
     func unchangedPoll() -> PassResult {
         _ = release.admits(nil)

@@ -48,13 +48,6 @@ extension StateDatabase {
     ///   replay after a crash may repeat them.
     public func apply(_ changes: [StateChange]) throws(ProviderError) {
         guard !changes.isEmpty else { return }
-        // Moved before and after: a generation read while the transaction is open (rows read
-        // before its commit) is never the one after it.
-        // The anchor alone is not a row: a walk that meets excluded names on the server
-        // writes a new one each time, and must not undo the next poll's skip.
-        let rows = changes.contains { if case .setSyncAnchor = $0 { false } else { true } }
-        if rows { generation.withLock { $0 &+= 1 } }
-        defer { if rows { generation.withLock { $0 &+= 1 } } }
         try group.apply(changes) { members in commit(members) }
     }
 

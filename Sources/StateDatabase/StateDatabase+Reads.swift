@@ -28,10 +28,6 @@ extension StateDatabase {
         }
     }
 
-    public func itemsGeneration() -> Int64? {
-        generation.withLock { $0 }
-    }
-
     /// How many item rows there are, the root's included (no row is read).
     public func itemCount() throws(ProviderError) -> Int {
         try read("count the items") { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 }

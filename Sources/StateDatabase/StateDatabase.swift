@@ -8,7 +8,6 @@
 
 import Foundation
 import GRDB
-import Synchronization
 import SyncEngine
 import SyncModel
 
@@ -27,10 +26,6 @@ public final class StateDatabase: StateStore, Sendable {
 
     /// How long a statement waits for another process's lock before failing.
     static let busyTimeout: TimeInterval = 5
-    /// Bumped by every `apply` through this instance, before it writes and after
-    /// (`itemsGeneration`).
-    /// Only the daemon that holds the domain's lock writes the file, through one instance.
-    let generation = Mutex<Int64>(0)
     /// Where concurrent `apply` calls meet to share a transaction.
     let group = GroupCommit()
 

@@ -33,6 +33,9 @@ enum StateSchema {
         migrator.registerMigration(v5Name) { db in
             try db.execute(sql: v5SQL)
         }
+        migrator.registerMigration(v6Name) { db in
+            try db.execute(sql: v6SQL)
+        }
         return migrator
     }()
 
@@ -214,5 +217,66 @@ enum StateSchema {
         -- file's number (and `cp -p` or a download its size and mtime) is not taken for it.
         -- 0: not known (a file system without birth times, a row from before this column).
         ALTER TABLE item ADD COLUMN local_birth_ns INTEGER NOT NULL DEFAULT 0;
+        """
+
+    static let v6Name = "v6-rows-version-matched-walk"
+
+    static let v6SQL = """
+        -- A number that every write to the rows a pass plans from changes, kept by triggers so
+        -- that a write from any process or connection counts: a remote walk that lists what
+        -- the last walk agreeing with the rows listed, with this number unchanged since, needs
+        -- no row compared (SyncProvider.walkMatching), also in a new process. Not
+        -- domain_state (the sync anchor): a walk meeting excluded names writes a new anchor
+        -- each time.
+        CREATE TABLE rows_version (
+            -- Always 1: the table holds one row.
+            id                  INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+            value               INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO rows_version (id, value) VALUES (1, 0);
+        CREATE TRIGGER item_insert_bumps_rows_version AFTER INSERT ON item
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER item_update_bumps_rows_version AFTER UPDATE ON item
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER item_delete_bumps_rows_version AFTER DELETE ON item
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER hydrated_range_insert_bumps_rows_version AFTER INSERT ON hydrated_range
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER hydrated_range_update_bumps_rows_version AFTER UPDATE ON hydrated_range
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER hydrated_range_delete_bumps_rows_version AFTER DELETE ON hydrated_range
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER bundle_member_insert_bumps_rows_version AFTER INSERT ON bundle_member
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER bundle_member_update_bumps_rows_version AFTER UPDATE ON bundle_member
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER bundle_member_delete_bumps_rows_version AFTER DELETE ON bundle_member
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER pending_operation_insert_bumps_rows_version AFTER INSERT ON pending_operation
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER pending_operation_update_bumps_rows_version AFTER UPDATE ON pending_operation
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER pending_operation_delete_bumps_rows_version AFTER DELETE ON pending_operation
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER conflict_insert_bumps_rows_version AFTER INSERT ON conflict
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER conflict_update_bumps_rows_version AFTER UPDATE ON conflict
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER conflict_delete_bumps_rows_version AFTER DELETE ON conflict
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER remote_identity_insert_bumps_rows_version AFTER INSERT ON remote_identity
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER remote_identity_update_bumps_rows_version AFTER UPDATE ON remote_identity
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+        CREATE TRIGGER remote_identity_delete_bumps_rows_version AFTER DELETE ON remote_identity
+            BEGIN UPDATE rows_version SET value = value + 1; END;
+
+        -- The last remote walk a pass found agreeing with the rows: the listing's digest
+        -- (ListingDigest, hex) and rows_version read before those rows. At most one row.
+        CREATE TABLE matched_walk (
+            id                  INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+            digest              TEXT NOT NULL,
+            rows_version        INTEGER NOT NULL
+        ) STRICT;
         """
 }

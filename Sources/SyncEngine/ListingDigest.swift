@@ -3,29 +3,43 @@ import Foundation
 /// A SHA-256 over a remote listing as the store gave it: every entry's path, kind, size,
 /// version, file id, mtime, link target and checksums, in listed order. Equal digests mean
 /// the store listed the same entries with the same versions (an order that changes only
-/// costs a comparison with the rows). Each field is length-prefixed, so no two listings
-/// feed the same bytes.
+/// costs a comparison with the rows). Each field is length-prefixed and the count of
+/// entries ends it, so no two listings feed the same bytes.
 public struct ListingDigest: Hashable, Sendable, CustomStringConvertible {
     public let hex: String
 
     public init(_ listing: RemoteListing) {
+        var builder = Builder()
+        builder.add(listing.entries)
+        self = builder.finish()
+    }
+
+    init(hex: String) {
+        self.hex = hex
+    }
+
+    /// A digest fed with a listing's entries as a walk hands them over, in listed order:
+    /// the same digest as of the whole listing, without keeping it. The count of entries
+    /// goes last, so that the first entries need not wait for it.
+    public struct Builder {
         var digest = ContentDigest(.sha256)
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(1 << 16 + 1024)
-        func field(_ text: String?) {
-            guard let text else { return integer(-1) }
-            integer(Int64(text.utf8.count))
-            bytes.append(contentsOf: text.utf8)
+        var count: Int64 = 0
+
+        public init() {
+            bytes.reserveCapacity(1 << 16 + 1024)
         }
-        func integer(_ value: Int64) {
-            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+
+        public mutating func add(_ entries: [RemoteEntry]) {
+            for entry in entries { add(entry) }
         }
-        integer(Int64(listing.entries.count))
-        for entry in listing.entries {
+
+        mutating func add(_ entry: RemoteEntry) {
             if bytes.count >= 1 << 16 {  // fed in large pieces: a small update costs more than its bytes
                 digest.update(bytes)
                 bytes.removeAll(keepingCapacity: true)
             }
+            count += 1
             integer(Int64(entry.path.components.count))
             for component in entry.path.components { field(component) }
             field(entry.kind.rawValue)
@@ -37,8 +51,23 @@ public struct ListingDigest: Hashable, Sendable, CustomStringConvertible {
             field(entry.symlinkTarget)
             field(entry.checksums)
         }
-        digest.update(bytes)
-        hex = digest.hex()
+
+        public mutating func finish() -> ListingDigest {
+            integer(count)
+            digest.update(bytes)
+            bytes.removeAll()
+            return ListingDigest(hex: digest.hex())
+        }
+
+        private mutating func field(_ text: String?) {
+            guard let text else { return integer(-1) }
+            integer(Int64(text.utf8.count))
+            bytes.append(contentsOf: text.utf8)
+        }
+
+        private mutating func integer(_ value: Int64) {
+            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        }
     }
 
     public var description: String { String(hex.prefix(16)) }

@@ -14,6 +14,9 @@ public protocol PassRecords: Sendable {
     /// The row of `id`; nil when the engine does not know it.
     func itemRecord(_ id: ItemIdentifier) throws(ProviderError) -> ItemRecord?
 
+    /// The rows of the items in the folder `id`, in byte order of their names.
+    func children(of id: ItemIdentifier) throws(ProviderError) -> [ItemRecord]
+
     /// The anchor of the last remote walk; nil before the first.
     func syncAnchor() throws(ProviderError) -> SyncAnchor?
 

@@ -71,15 +71,17 @@ extension Reconciler {
         var rows = 0
         for (path, record) in recorded where !path.isRoot {
             rows += 1
-            guard let seen = local[path], seen.kind == record.kind else { return false }
-            guard let stat = record.local else {
-                if record.kind == .folder { continue }
-                return false
-            }
-            guard seen.stat.sameInode(as: stat) else { return false }
-            if record.kind == .folder { continue }
-            guard seen.stat == stat, record.kind != .symlink || seen.symlinkTarget == record.symlinkTarget else { return false }
+            guard let seen = local[path], agrees(seen, with: record) else { return false }
         }
         return local.count - (local[.root] == nil ? 0 : 1) == rows
+    }
+
+    /// True when `seen` is the item `record` describes, as `agrees(_:with:)` compares one.
+    public static func agrees(_ seen: LocalObservation, with record: ItemRecord) -> Bool {
+        guard seen.kind == record.kind else { return false }
+        guard let stat = record.local else { return record.kind == .folder }
+        guard seen.stat.sameInode(as: stat) else { return false }
+        if record.kind == .folder { return true }
+        return seen.stat == stat && (record.kind != .symlink || seen.symlinkTarget == record.symlinkTarget)
     }
 }

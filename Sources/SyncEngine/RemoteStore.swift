@@ -33,6 +33,12 @@ public protocol RemoteStore: Sendable {
     /// `descendants` when `path` itself cannot be listed (server down, 5xx on it).
     func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing
 
+    /// Lists the tree below `path` as `listing(below:)` does, in the same order, handing the
+    /// entries to `visit` as they come instead of keeping them: a store that lists folder by
+    /// folder holds one folder at a time. Returns the listing without its entries (the
+    /// folders it could not list, whether it hides dot names). Default: `listing(below:)`.
+    func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing
+
     /// Writes the bytes of the file at `path` (or only `range`) to `destination`, a new
     /// file the caller owns; fails with `versionMismatch` when `version` is given and
     /// the store holds another. Returns the version the bytes belong to.
@@ -99,6 +105,14 @@ extension RemoteStore {
     /// Stores that never list a part of a tree: `descendants`, with nothing unlisted.
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
         RemoteListing(entries: try await descendants(of: path))
+    }
+
+    /// Stores that list a tree at once hand it over at once.
+    public func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
+        var listing = try await listing(below: path)
+        visit(listing.entries)
+        listing.entries = []
+        return listing
     }
 
     /// Stores that cannot resume a download start over.

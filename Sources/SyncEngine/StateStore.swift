@@ -18,11 +18,16 @@ public protocol StateStore: Sendable {
     func allItems() throws(ProviderError) -> [ItemRecord]
     /// How many item rows there are, the root's included.
     func itemCount() throws(ProviderError) -> Int
-    /// A number that changes whenever `apply` may have changed a row (a failed one too;
-    /// one that only sets the sync anchor changes no row);
+    /// A number that changes whenever a row a pass plans from changed (setting the sync
+    /// anchor alone changes none), kept with the rows so that it survives a restart;
     /// nil when the store cannot tell. A walk that lists what the last walk matching the
     /// rows listed, with the rows' generation unchanged, needs no row read.
     func itemsGeneration() -> Int64?
+    /// The last walk a pass found agreeing with the rows (`recordMatchedWalk`); nil when none
+    /// is kept.
+    func matchedWalk() throws(ProviderError) -> StoredMatchedWalk?
+    /// Keeps the last walk a pass found agreeing with the rows, for a pass in a new process.
+    func recordMatchedWalk(_ walk: StoredMatchedWalk) throws(ProviderError)
     /// The item whose recorded local inode is `inode` (rename detection).
     func item(localInode: UInt64) throws(ProviderError) -> ItemRecord?
     /// The item whose server file id is `fileID` (remote rename detection).
@@ -63,4 +68,20 @@ extension StateStore {
 
     /// Cannot tell: every walk is compared with the rows.
     public func itemsGeneration() -> Int64? { nil }
+
+    /// Keeps none: a new process compares its first walk with the rows.
+    public func matchedWalk() throws(ProviderError) -> StoredMatchedWalk? { nil }
+    public func recordMatchedWalk(_ walk: StoredMatchedWalk) throws(ProviderError) {}
+}
+
+/// A remote walk a pass found agreeing with the rows: its listing's digest (hex) and the
+/// rows' generation read before the rows it was compared with.
+public struct StoredMatchedWalk: Equatable, Sendable {
+    public var digest: String
+    public var generation: Int64
+
+    public init(digest: String, generation: Int64) {
+        self.digest = digest
+        self.generation = generation
+    }
 }

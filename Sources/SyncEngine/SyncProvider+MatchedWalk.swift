@@ -3,7 +3,8 @@ import Foundation
 // An idle poll in a large domain: the remote lists what it listed last time, and no row
 // changed since. Comparing the two would read and index every row (a second and 100 MiB at
 // 100 000 items) to find nothing; the listing's digest against the last walk that agreed
-// with the rows tells the same without reading a row.
+// with the rows tells the same without reading a row. The digest is made as the walk goes,
+// so a store that lists folder by folder never holds a large listing for it.
 extension SyncProvider {
     /// The rows' generation now (`StateStore.itemsGeneration`); read before the rows a pass
     /// compares a walk with, for `noteMatchedWalk`.
@@ -11,31 +12,65 @@ extension SyncProvider {
         state.itemsGeneration()
     }
 
-    /// Walks the remote. Nil when nothing can have changed since the last walk a pass found
-    /// agreeing with the rows (`noteMatchedWalk`): the store listed exactly what it listed
-    /// then, and no row changed since. Otherwise the listing (with its digest when it was
-    /// computed here), for `changes(since:tree:walked:)`.
-    public func walkUnlessUnchanged() async throws(ProviderError) -> WalkedListing? {
-        let known = matchedWalk.withLock { $0 }
-        let listing = try await store.listing(below: .root)
-        guard let known, let generation = state.itemsGeneration(), generation == known.generation,
-              !listing.hidesDotNames, listing.unlisted.isEmpty else {
-            return WalkedListing(listing: listing, digest: nil)
+    /// Walks the remote and tells whether it listed what the last walk a pass found agreeing
+    /// with the rows listed (`noteMatchedWalk`), with no row changed since: then the remote
+    /// is as recorded, and nothing needs comparing with the rows.
+    /// The listing, for the comparison when anything differs; nil when it was not kept
+    /// (more than `keptListingLimit` entries that may well be unchanged).
+    public func walkMatching() async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
+        guard let known = lastMatchedWalk(), let generation = state.itemsGeneration(), generation == known.generation else {
+            return (WalkedListing(listing: try await store.listing(below: .root), digest: nil), false)
         }
-        let digest = ListingDigest(listing)
-        return digest == known.digest ? nil : WalkedListing(listing: listing, digest: digest)
+        var builder = ListingDigest.Builder()
+        var kept: [RemoteEntry]? = []
+        let limit = keptListingLimit
+        var listing = try await store.walk(below: .root) { entries in
+            builder.add(entries)
+            // The first batch is kept whatever its size: it shares the store's array (a store
+            // that lists at once hands everything over in it, already in memory).
+            guard let count = kept?.count else { return }
+            if count == 0 { kept = entries } else if count + entries.count > limit { kept = nil } else { kept?.append(contentsOf: entries) }
+        }
+        let digest = builder.finish()
+        let unchanged = digest.hex == known.digest && !listing.hidesDotNames && listing.unlisted.isEmpty
+        guard let entries = kept else { return (nil, unchanged) }
+        let comparable = !listing.hidesDotNames && listing.unlisted.isEmpty
+        listing.entries = entries
+        return (WalkedListing(listing: listing, digest: comparable ? digest : nil), unchanged)
     }
 
     /// Records that `digest`'s listing agreed with the rows of `generation`: a pass compared
-    /// them and found nothing to do.
+    /// them and found nothing to do. Kept in the state DB too (when it changed), so the first
+    /// pass of the next process can skip the comparison; a failure there costs only that.
     public func noteMatchedWalk(_ digest: ListingDigest?, generation: Int64?) {
         guard let digest, let generation else { return }
-        matchedWalk.withLock { $0 = (digest, generation) }
+        let walk = StoredMatchedWalk(digest: digest.hex, generation: generation)
+        let changed = matchedWalk.withLock { known in
+            defer { known = walk }
+            return known != walk
+        }
+        if changed { try? state.recordMatchedWalk(walk) }
+    }
+
+    /// True when no row changed since the last walk a pass found agreeing with the rows: a
+    /// walk listing what that one listed would find the remote as recorded.
+    public func rowsUnchangedSinceMatchedWalk() -> Bool {
+        guard let known = lastMatchedWalk(), let generation = state.itemsGeneration() else { return false }
+        return generation == known.generation
+    }
+
+    /// The last walk found agreeing with the rows: this process's, else the one the state
+    /// DB kept from an earlier process.
+    func lastMatchedWalk() -> StoredMatchedWalk? {
+        if let known = matchedWalk.withLock({ $0 }) { return known }
+        guard let stored = try? state.matchedWalk() else { return nil }
+        matchedWalk.withLock { if $0 == nil { $0 = stored } }
+        return stored
     }
 }
 
 /// A walk of the whole remote a caller made already, with its digest when that was
-/// computed (`walkUnlessUnchanged`), so `changes(since:tree:walked:)` does not hash it again.
+/// computed (`walkMatching`), so `changes(since:tree:walked:)` does not hash it again.
 public struct WalkedListing: Sendable {
     public let listing: RemoteListing
     public let digest: ListingDigest?

@@ -10,6 +10,10 @@ extension SyncProvider: PassRecords {
         try state.item(id)
     }
 
+    public func children(of id: ItemIdentifier) throws(ProviderError) -> [ItemRecord] {
+        try state.children(of: id)
+    }
+
     public func syncAnchor() throws(ProviderError) -> SyncAnchor? {
         try state.syncAnchor()
     }

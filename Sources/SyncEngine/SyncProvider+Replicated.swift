@@ -115,7 +115,7 @@ extension SyncProvider: ReplicatedProvider {
 
     /// `changes(since:)` against `records`, the state DB's rows the caller already read and
     /// made a tree (a pass does that once for this and for its plan), over `walked` when the
-    /// caller walked already (`walkUnlessUnchanged`).
+    /// caller walked already (`walkMatching`).
     public func changes(since anchor: SyncAnchor?, tree records: RecordTree,
                         walked: WalkedListing? = nil) async throws(ProviderError) -> ChangeBatch {
         var walk = if let walked { walked.listing } else { try await store.listing(below: .root) }

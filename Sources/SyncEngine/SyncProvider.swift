@@ -44,14 +44,20 @@ public final class SyncProvider: Sendable {
     let collidedHiddenNames = Mutex<Set<RemotePath>>([])
     /// The last walk a pass found agreeing with the rows, and the rows' generation when they
     /// were read for it (`SyncProvider+MatchedWalk.swift`).
-    let matchedWalk = Mutex<(digest: ListingDigest, generation: Int64)?>(nil)
+    let matchedWalk = Mutex<StoredMatchedWalk?>(nil)
+    /// At most this many entries of a walk that may find the remote unchanged are kept, in
+    /// case it does not: a larger domain's is not kept (flat memory), and a remote that
+    /// changed is walked again for the comparison. A store that lists at once (one PROPFIND)
+    /// has its listing in memory anyway: it is kept (`walkMatching`).
+    let keptListingLimit: Int
 
     public init(store: any RemoteStore, state: any StateStore, clock: any SyncClock = SystemClock(),
-                bundles: BundleRule = .standard) {
+                bundles: BundleRule = .standard, keptListingLimit: Int = 20_000) {
         self.store = store
         self.state = state
         self.clock = clock
         self.bundles = bundles
+        self.keptListingLimit = keptListingLimit
     }
 
     // MARK: Paths and identities

@@ -22,11 +22,15 @@ import Testing
             defer { try? database.close() }
 
             #expect(try database.column("SELECT identifier FROM grdb_migrations ORDER BY identifier")
-                    == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local", "v4-remote-identity", "v5-item-local-birth"])
+                    == ["v1-items-journal", "v2-conflicts", "v3-bundle-member-local", "v4-remote-identity", "v5-item-local-birth",
+                       "v6-rows-version-matched-walk"])
             // v4: a DB from before identities were kept records none; the first pass records it.
             #expect(try database.remoteIdentity() == nil)
             // v5: a row from before birth times were kept knows none (0), which matches any.
             #expect(try database.column("SELECT DISTINCT local_birth_ns FROM item") == ["0"])
+            // v6: no walk is kept; the rows' version starts at 0 and counts from here.
+            #expect(try database.matchedWalk() == nil)
+            #expect(database.itemsGeneration() == 0)
             let folder = ItemRecord(id: ItemIdentifier("f-1"), parentID: .root, name: "Docs", kind: .folder,
                                     remoteETag: ETag(value: "d1"), remoteFileID: "101", pinState: .pinned)
             let document = ItemRecord(
@@ -66,7 +70,7 @@ import Testing
             let schema = "SELECT type || ' ' || name || ': ' || sql FROM sqlite_master "
                 + "WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'grdb_%' ORDER BY name"
             let freshSchema = try fresh.column(schema)
-            #expect(freshSchema.count == 10)  // seven tables, three indexes
+            #expect(freshSchema.count == 30)  // nine tables, three indexes, eighteen triggers
             #expect(try upgraded.column(schema) == freshSchema)
         }
     }

@@ -12,8 +12,11 @@ import TestSupport
 /// A change on the server, or a row changed since, is still compared and synced.
 @Suite("an idle poll that finds the remote as it was reads no row")
 struct IdlePollTests {
-    @Test("polls after one that agreed read no row; a remote edit, a remote delete and a changed row are each found")
-    func unchangedWalkReadsNoRow() async throws {
+    /// With a kept-listing limit of 1, no walk that may find the remote unchanged is kept:
+    /// a remote that changed is walked again for the comparison (a large domain's polls).
+    @Test("polls after one that agreed read no row; a remote edit, a remote delete and a changed row are each found",
+          arguments: [20_000, 1])
+    func unchangedWalkReadsNoRow(keptListingLimit: Int) async throws {
         let scratch = temporaryPath("tidesync-idle-poll-")
         defer { removeTree(scratch) }
         let (local, remote) = (scratch + "/local", scratch + "/remote")
@@ -29,7 +32,8 @@ struct IdlePollTests {
         #expect(utimensat(AT_FDCWD, remote + "/old.txt", &stamps, 0) == 0)
         let database = try StateDatabase(path: scratch + "/state.sqlite")
         defer { try? database.close() }
-        let (pass, provider, state) = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
+        let (pass, provider, state) = ScopedPassTests.countedPass(local: local, remote: remote, database: database,
+                                                                      keptListingLimit: keptListingLimit)
         #expect(try await pass.run().report.succeeded == 221, "200 files in 20 folders, and old.txt (dated 2300)")
         let total = try database.itemCount()
 
@@ -49,7 +53,8 @@ struct IdlePollTests {
         }
         // A daemon's start: its first pass is a full scan, which finds everything as recorded
         // and says so, so the first poll after it reads no row (it read them all again once).
-        let restarted = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
+        let restarted = ScopedPassTests.countedPass(local: local, remote: remote, database: database,
+                                                                      keptListingLimit: keptListingLimit)
         #expect(try await restarted.0.run().steps == 0)
         restarted.2.reset()
         #expect(try await restarted.0.run(.watched(SettledChanges(paths: [:]), remote: true)).steps == 0)

@@ -35,6 +35,8 @@ struct ScopedPassTests {
         }
         func itemCount() throws(ProviderError) -> Int { try inner.itemCount() }
         func itemsGeneration() -> Int64? { inner.itemsGeneration() }
+        func matchedWalk() throws(ProviderError) -> StoredMatchedWalk? { try inner.matchedWalk() }
+        func recordMatchedWalk(_ walk: StoredMatchedWalk) throws(ProviderError) { try inner.recordMatchedWalk(walk) }
         func item(localInode: UInt64) throws(ProviderError) -> ItemRecord? { counted(try inner.item(localInode: localInode)) }
         func item(remoteFileID: String) throws(ProviderError) -> ItemRecord? { counted(try inner.item(remoteFileID: remoteFileID)) }
         func syncAnchor() throws(ProviderError) -> SyncAnchor? { try inner.syncAnchor() }
@@ -53,12 +55,12 @@ struct ScopedPassTests {
 
     /// A pass between `local` and the local-directory remote `remote` whose state DB reads
     /// are counted (warnings only in the log).
-    static func countedPass(local: String, remote: String, database: StateDatabase)
+    static func countedPass(local: String, remote: String, database: StateDatabase, keptListingLimit: Int = 20_000)
         -> (pass: SyncPass, provider: SyncProvider, state: CountingState) {
         let state = CountingState(database)
         var logger = Logger(label: "counted-pass")
         logger.logLevel = .warning
-        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state)
+        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state, keptListingLimit: keptListingLimit)
         let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
         let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
                             host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)

@@ -1,0 +1,119 @@
+import Foundation
+import LocalStore
+import Replica
+import StateDatabase
+import SyncEngine
+import Testing
+import TestSupport
+
+/// A full pass in a new process (the daemon's start, `run --once`) whose remote walk lists
+/// what the last agreeing walk listed compares the sync folder with the rows folder by
+/// folder, never reading them all at once (issue 16, item 2); whatever changed while no
+/// daemon ran is still found. Counted in whole-table reads, not timed.
+@Suite("a full pass in a new process compares an unchanged domain folder by folder")
+struct StreamedFullPassTests {
+    /// One "process": a state DB opened on the file, and a pass over it.
+    struct Process {
+        let database: StateDatabase
+        let pass: SyncPass
+        let state: ScopedPassTests.CountingState
+
+        init(_ scratch: String, keptListingLimit: Int) throws {
+            database = try StateDatabase(path: scratch + "/state.sqlite")
+            (pass, _, state) = ScopedPassTests.countedPass(local: scratch + "/local", remote: scratch + "/remote", database: database,
+                                                           keptListingLimit: keptListingLimit)
+        }
+
+        /// A full pass: its result, and whether it read every row at once.
+        func full() async throws -> (result: PassResult, wholeReads: Int) {
+            state.reset()
+            let result = try await pass.run(.full)
+            #expect(result.report.failed.isEmpty && result.report.parked == nil, "\(result.report.failed)")
+            return (result, state.wholeReads)
+        }
+
+        func close() { try? database.close() }
+    }
+
+    /// A full pass in a new process, then, while it agrees, the passes after it until one
+    /// compares folder by folder: the one that agreed noted its walk, the next one uses it.
+    static func passInNewProcess(_ scratch: String, keptListingLimit: Int) async throws -> (steps: Int, settledAfter: Int) {
+        let process = try Process(scratch, keptListingLimit: keptListingLimit)
+        defer { process.close() }
+        let first = try await process.full()
+        var passes = 1
+        while try await process.full().wholeReads > 0 {
+            passes += 1
+            #expect(passes < 4, "no pass compared folder by folder")
+            if passes >= 4 { break }
+        }
+        return (first.result.steps, passes)
+    }
+
+    /// With a kept-listing limit of 1 the walk is not kept: a pass that finds a difference
+    /// walks again for the whole comparison (a large domain's).
+    @Test("nothing changed: no row read at once; a same-size edit, a deep new file, a delete, a rename, a remote edit and a row written elsewhere are each found",
+          arguments: [20_000, 1])
+    func findsWhatChangedWhileStopped(keptListingLimit: Int) async throws {
+        let scratch = temporaryPath("tidesync-streamed-")
+        defer { removeTree(scratch) }
+        let (local, remote) = (scratch + "/local", scratch + "/remote")
+        try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
+        for name in ["docs/a.txt", "docs/b.txt", "top.txt", "one/two/three/four/five/deep.txt", "twins/caf\u{E9}.txt", "twins/cafe\u{301}.txt"] {
+            try writeFile(local + "/" + name, name)
+        }
+        let setup = try Process(scratch, keptListingLimit: keptListingLimit)
+        #expect(try await setup.full().result.steps > 0)
+        let agreed = try await setup.full()
+        #expect(agreed.result.steps == 0 && agreed.wholeReads == 1)
+        let twins = agreed.result.normalisationTwins
+        #expect(twins.count == 1, "the NFC and NFD names are twins: \(twins)")
+        setup.close()
+
+        // Nothing changed: the new process's first pass reads rows folder by folder only.
+        let quiet = try Process(scratch, keptListingLimit: keptListingLimit)
+        let unchanged = try await quiet.full()
+        #expect(unchanged.result.steps == 0 && unchanged.wholeReads == 0)
+        #expect(quiet.state.rows == 14, "each of the 13 rows below the root compared once, and the root's: \(quiet.state.rows)")
+        #expect(unchanged.result.normalisationTwins == twins)
+        quiet.close()
+
+        // A same-size edit (a new mtime), then each other change, made while no pass ran.
+        try writeFile(local + "/docs/a.txt", "docs/A.txt")
+        var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, local + "/docs/a.txt", &times, 0) == 0)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt")
+
+        try writeFile(local + "/one/two/three/four/five/new.txt", "new")
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(readFile(remote + "/one/two/three/four/five/new.txt") == "new")
+
+        #expect(unlink(local + "/docs/b.txt") == 0)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(readFile(remote + "/docs/b.txt") == nil)
+
+        #expect(rename(local + "/top.txt", local + "/docs/top.txt") == 0)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1, "one move")
+        #expect(readFile(remote + "/docs/top.txt") == "top.txt" && readFile(remote + "/top.txt") == nil)
+
+        try writeFile(remote + "/one/two/three/four/five/deep.txt", "edited on the server")
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(readFile(local + "/one/two/three/four/five/deep.txt") == "edited on the server")
+
+        // A row changed by another process: the walk is as before, the rows are not, so the
+        // whole comparison runs (and finds the file as it is: the row's stat is taken back).
+        do {
+            let other = try StateDatabase(path: scratch + "/state.sqlite")
+            defer { try? other.close() }
+            let docs = try #require(try other.item(parent: .root, name: "docs"))
+            var row = try #require(try other.item(parent: docs.id, name: "a.txt"))
+            row.local?.modificationTimeNanoseconds += 1
+            try other.apply([.upsert(row)])
+        }
+        let afterHandWrite = try Process(scratch, keptListingLimit: keptListingLimit)
+        defer { afterHandWrite.close() }
+        #expect(try await afterHandWrite.full().wholeReads == 1)
+        #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt", "nothing lost")
+    }
+}
