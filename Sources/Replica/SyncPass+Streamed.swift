@@ -55,6 +55,27 @@ extension SyncPass {
         return seen
     }
 
+    /// The remote walk a pass makes before it reads the rows, where that may spare reading
+    /// them: an idle poll (a watched pass with nothing settled) whose walk finds the remote
+    /// as recorded is done; so is a full pass whose walk and folder agree with every row
+    /// (`walkBesideStreamedAgreement`). Otherwise the walk's listing, if it was kept, for the
+    /// comparison; no walk (nil, nil) for other passes, and when a folder was unreadable
+    /// before, or (for a full pass) the domain was switched or a step failed before.
+    func walkFirst(_ scope: PassScope, switched: Bool, unreadableBefore: Bool, failedBefore: Bool) async throws(ProviderError)
+        -> (done: PassResult?, listing: WalkedListing?, lap: String?) {
+        guard scope.walksRemote, !unreadableBefore else { return (nil, nil, nil) }
+        if Self.touchesNothing(scope) {
+            let walked = try await runner.provider.walkMatching()
+            guard walked.unchanged else { return (nil, walked.listing, nil) }
+            try checkRoot(try runner.provider.itemRecord(.root))
+            return (unchangedPoll(), nil, "remote walk (as listed when it last agreed with the rows: no row read)")
+        }
+        guard scope.isFull, !switched, !failedBefore else { return (nil, nil, nil) }
+        let walked = try await walkBesideStreamedAgreement()
+        guard let seen = walked.seen else { return (nil, walked.listing, "remote walk") }
+        return (try agreedPass(seen), nil, "remote walk and local scan (folder by folder, \(seen.rows) rows: every item as recorded)")
+    }
+
     /// Walks the remote and, meanwhile, when no row changed since the last walk a pass found
     /// agreeing with them, compares the sync folder with the rows (`streamedAgreement`).
     /// `seen` is set when both agree with the rows: the walk listed what that walk listed,

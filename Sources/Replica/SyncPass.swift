@@ -89,22 +89,11 @@ public struct SyncPass: Sendable {
         let unreadableBefore = unreadableBefore()
         let widened = Self.widened(scope, by: unreadableBefore)
         let generation = runner.provider.rowsGeneration()
-        var listing: WalkedListing?
-        if Self.touchesNothing(widened), widened.walksRemote, unreadableBefore.isEmpty {
-            let walked = try await runner.provider.walkMatching()
-            guard !walked.unchanged else {
-                try checkRoot(try runner.provider.itemRecord(.root))
-                lap("remote walk (as listed when it last agreed with the rows: no row read)")
-                return unchangedPoll()
-            }
-            listing = walked.listing
-        } else if widened.isFull, widened.walksRemote, remoteChange == nil, unreadableBefore.isEmpty, failures.isEmpty {
-            let walked = try await walkBesideStreamedAgreement()
-            lap(walked.seen != nil ? "remote walk and local scan (folder by folder, \(walked.seen?.rows ?? 0) rows: every item as recorded)"
-                : "remote walk")
-            if let seen = walked.seen { return try agreedPass(seen) }
-            listing = walked.listing
-        }
+        let shortcut = try await walkFirst(widened, switched: remoteChange != nil, unreadableBefore: !unreadableBefore.isEmpty,
+                                           failedBefore: !failures.isEmpty)
+        if let lapped = shortcut.lap { lap(lapped) }
+        if let done = shortcut.done { return done }
+        let listing = shortcut.listing
         let (base, recorded, scoped, read) = try records(for: widened)
         var observed = read
         let parts = resumableParts(observed.temporaries, scope: scope)
