@@ -83,7 +83,7 @@ public struct LocalDirectoryStore: RemoteStore {
     /// Every entry below the folder at `path`, as `walk(_:visit:)` lists them.
     func walk(_ path: RemotePath) throws(ProviderError) -> RemoteListing {
         var entries: [RemoteEntry] = []
-        var result = try walk(path) { entries.append(contentsOf: $0) }
+        var result = try walk(path) { if entries.isEmpty { entries = $0 } else { entries.append(contentsOf: $0) } }
         result.entries = entries
         return result
     }

@@ -206,13 +206,23 @@ public final class WebDAVStore: RemoteStore {
     }
 
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
+        var entries: [RemoteEntry] = []
+        var listing = try await walk(below: path) { if entries.isEmpty { entries = $0 } else { entries.append(contentsOf: $0) } }
+        listing.entries = entries
+        return listing
+    }
+
+    /// One `Depth: infinity` answer is handed over at once; a walk folder by folder hands
+    /// each folder's entries over as they come, in the same order every time.
+    public func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
         _ = try await writeGuard()
         var listing: RemoteListing
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
             await sweepLostTemporaries(in: entries)
-            listing = RemoteListing(entries: entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
+            visit(entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
+            listing = RemoteListing(entries: [])
         } else {
-            listing = try await walk(path)
+            listing = try await walk(path, visit: visit)
         }
         listing.hidesDotNames = !listsDotNames.withLock { $0 }
         return listing
@@ -259,40 +269,57 @@ public final class WebDAVStore: RemoteStore {
         return nil
     }
 
-    /// Lists the tree below `path` with Depth 1 requests, a few folders at a time. A
-    /// folder that vanishes mid-walk fails the walk with `pageExpired` (list again):
+    /// Lists the tree below `path` with Depth 1 requests, a few folders at a time, level by
+    /// level, handing each folder's entries to `visit` in the order the folders were found
+    /// (the same every time, whichever answer comes first: a listing's digest depends on it).
+    /// A folder that vanishes mid-walk fails the walk with `pageExpired` (list again):
     /// its parent still names it, so dropping its children would read as deletions.
-    func walk(_ path: RemotePath) async throws(ProviderError) -> RemoteListing {
+    func walk(_ path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
         var result = RemoteListing(entries: [])
         var frontier = [path]
         while !frontier.isEmpty {
             let level = frontier
             frontier = []
-            let listings: [FolderListing]
+            func take(_ listing: FolderListing) {
+                switch listing {
+                case .listed(let entries):
+                    visit(entries)
+                    // The engine's scratch folders (a bundle being written) are listed, never
+                    // entered: nothing in them is an item, and they come and go mid-walk.
+                    frontier.append(contentsOf: entries.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))
+                case .refused(let folder, let error):
+                    result.unlisted[folder] = error
+                }
+            }
             do {
-                listings = try await withThrowingTaskGroup(of: FolderListing.self) { group in
-                    var collected: [FolderListing] = []
-                    var iterator = level.makeIterator()
-                    for _ in 0..<4 { if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder, top: path) } } }
-                    while let listing = try await group.next() {
-                        collected.append(listing)
-                        if let folder = iterator.next() { group.addTask { try await self.listDuringWalk(folder, top: path) } }
+                try await withThrowingTaskGroup(of: (Int, FolderListing).self) { group in
+                    var started = 0, taken = 0
+                    var early: [Int: FolderListing] = [:]  // answers that came before an earlier folder's
+                    func start() {
+                        guard started < level.count else { return }
+                        let (index, folder) = (started, level[started])
+                        started += 1
+                        group.addTask { (index, try await self.listDuringWalk(folder, top: path)) }
                     }
-                    return collected
+                    for _ in 0..<Self.walkRequests { start() }
+                    while let (index, listing) = try await group.next() {
+                        early[index] = listing
+                        start()
+                        while let next = early.removeValue(forKey: taken) {
+                            take(next)
+                            taken += 1
+                        }
+                    }
                 }
             } catch {
                 throw WebDAVConnection.map(error, method: "PROPFIND")
             }
-            for case .listed(let listing) in listings {
-                result.entries.append(contentsOf: listing)
-                // The engine's scratch folders (a bundle being written) are listed, never
-                // entered: nothing in them is an item, and they come and go mid-walk.
-                frontier.append(contentsOf: listing.filter { $0.kind == .folder && !$0.path.name.hasPrefix(BundleManifest.scratchPrefix) }.map(\.path))
-            }
-            for case .refused(let folder, let error) in listings { result.unlisted[folder] = error }
         }
         return result
     }
+
+    /// How many folders a walk lists at once.
+    static let walkRequests = 4
 
     /// One folder's listing during a walk.
     enum FolderListing: Sendable {

@@ -57,10 +57,16 @@ struct ScopedPassTests {
     /// are counted (warnings only in the log).
     static func countedPass(local: String, remote: String, database: StateDatabase, keptListingLimit: Int = 20_000)
         -> (pass: SyncPass, provider: SyncProvider, state: CountingState) {
+        countedPass(local: local, store: LocalDirectoryStore(root: remote), database: database, keptListingLimit: keptListingLimit)
+    }
+
+    /// The same over any remote store.
+    static func countedPass(local: String, store: any RemoteStore, database: StateDatabase, keptListingLimit: Int = 20_000)
+        -> (pass: SyncPass, provider: SyncProvider, state: CountingState) {
         let state = CountingState(database)
         var logger = Logger(label: "counted-pass")
         logger.logLevel = .warning
-        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: state, keptListingLimit: keptListingLimit)
+        let provider = SyncProvider(store: store, state: state, keptListingLimit: keptListingLimit)
         let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
         let pass = SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: ExcludeList.defaultPatterns), bundles: .standard),
                             host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
