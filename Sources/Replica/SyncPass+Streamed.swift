@@ -6,11 +6,17 @@ import SyncEngine
 // When the remote walk lists what the last walk agreeing with the rows listed, and no row
 // changed since, the remote is as recorded: only the sync folder can differ, and that is
 // compared with the rows one folder at a time, in the scan's order, holding one folder's
-// names and rows. The first difference ends it; the pass then compares everything at once,
-// as before, so what it finds and does is the planner's, whatever this shortcut saw.
+// names and rows. What differs (edited, new, gone, moved while no daemon ran) is handed to
+// a watched pass over those paths, as if the watcher had settled them, which reads the rows
+// around them only; anything it cannot say for sure (an unreadable folder, a record an
+// exclude pattern now covers, very many differences) leaves the pass to the whole
+// comparison, as before.
 
-/// What a full pass that found every item as recorded saw besides the items.
+/// What a full pass's folder-by-folder comparison saw besides the items that agree.
 struct StreamedAgreement {
+    /// The paths that differ from their rows, as the watcher would settle them: true when
+    /// everything below is to be scanned too (a new folder, or one of another inode or kind).
+    var changed: [RemotePath: Bool] = [:]
     var skipped: [(path: String, reason: String)] = []
     var temporaries: [String] = []
     var twins: [[RemotePath]] = []
@@ -21,10 +27,15 @@ struct StreamedAgreement {
 }
 
 extension SyncPass {
-    /// Compares the sync folder with the rows, folder by folder from the root. Nil as soon as
-    /// anything differs or cannot be read: an item new, gone, of another kind, of another
-    /// inode, size, mtime or link target, a row without a remote version, a folder that
-    /// vanished or could not be listed (the whole comparison says what to do about each).
+    /// More differences than this are left to the whole comparison: a watched pass over
+    /// them would read most rows anyway.
+    public static let streamedChangeLimit = 1000
+
+    /// Compares the sync folder with the rows, folder by folder from the root, each folder's
+    /// names and rows in byte order (not `String`'s order or equality, which take NFC and
+    /// NFD spellings as one name). Nil when the whole comparison must decide: a folder could
+    /// not be listed or vanished, a row has no remote version, a recorded item is now
+    /// excluded, or more than `streamedChangeLimit` paths differ.
     func streamedAgreement() throws(ProviderError) -> StreamedAgreement? {
         let records = runner.provider
         try checkRoot(try records.itemRecord(.root))
@@ -32,20 +43,26 @@ extension SyncPass {
         var scan = LocalScan()  // collects what the folders' listings pass over
         var folders: [(path: RemotePath, id: ItemIdentifier)] = [(.root, .root)]
         while let folder = folders.popLast() {
-            // Both in byte order of their names (the rows come so): a merge, name against name.
-            // Not `String`'s order or equality, which take NFC and NFD spellings as one name.
-            let entries = try scanner.list(folder.path, into: &scan)
-                .sorted { $0.path.name.utf8.lexicographicallyPrecedes($1.path.name.utf8) }
+            guard var entries = Self.listed(folder.path, by: scanner, into: &scan) else { return nil }
+            entries.sort { $0.path.name.utf8.lexicographicallyPrecedes($1.path.name.utf8) }
             let rows = try records.children(of: folder.id)
-            guard scan.unreadable.isEmpty, rows.count == entries.count else { return nil }
-            for (entry, row) in zip(entries, rows) {
-                guard entry.path.name.utf8.elementsEqual(row.name.utf8), row.kind == .folder || row.remoteETag != nil,
-                      Reconciler.agrees(Self.observation(entry), with: row) else { return nil }
-                if let stat = row.local, stat.birthNanoseconds == 0, entry.stat.birthNanoseconds != 0, entry.stat == stat {
-                    seen.births[row.id] = entry.stat
+            var (e, r) = (0, 0)
+            while e < entries.count || r < rows.count {
+                let entry = e < entries.count ? entries[e] : nil, row = r < rows.count ? rows[r] : nil
+                if let entry, row == nil || entry.path.name.utf8.lexicographicallyPrecedes(row!.name.utf8) {
+                    seen.changed[entry.path] = entry.kind == .folder  // new here
+                    e += 1
+                } else if let row, entry == nil || !entry!.path.name.utf8.elementsEqual(row.name.utf8) {
+                    let path = try? folder.path.appending(row.name)
+                    guard let path, !scanner.excludes(path) else { return nil }  // the whole comparison forgets it
+                    seen.changed[path] = false  // gone
+                    r += 1
+                } else if let entry, let row {
+                    compare(entry, with: row, into: &seen, folders: &folders)
+                    (e, r) = (e + 1, r + 1)
                 }
-                if row.kind == .folder { folders.append((entry.path, row.id)) }
             }
+            guard seen.changed.count <= Self.streamedChangeLimit else { return nil }
             seen.rows += rows.count
             let candidates = entries.compactMap { $0.path.name.utf8.contains { $0 >= 0x80 } ? $0.path : nil }
             if candidates.count > 1 { seen.twins += NormalisationClash.twins(among: candidates) }
@@ -55,12 +72,60 @@ extension SyncPass {
         return seen
     }
 
+    /// The folder's items as the scan sees them; nil when it could not be read whole.
+    static func listed(_ folder: RemotePath, by scanner: LocalScanner, into scan: inout LocalScan) -> [LocalScanEntry]? {
+        guard let entries = try? scanner.list(folder, into: &scan), scan.unreadable.isEmpty else { return nil }
+        // A folder that vanished meanwhile lists nothing: its parent's row and entry differ.
+        return entries
+    }
+
+    /// One item found under a recorded name: agreeing, its folder is compared next;
+    /// otherwise it is a difference (to be scanned whole when it is a folder now).
+    func compare(_ entry: LocalScanEntry, with row: ItemRecord, into seen: inout StreamedAgreement,
+                 folders: inout [(path: RemotePath, id: ItemIdentifier)]) {
+        guard row.kind == .folder || row.remoteETag != nil, Reconciler.agrees(Self.observation(entry), with: row) else {
+            seen.changed[entry.path] = entry.kind == .folder
+            return
+        }
+        if let stat = row.local, stat.birthNanoseconds == 0, entry.stat.birthNanoseconds != 0, entry.stat == stat {
+            seen.births[row.id] = entry.stat
+        }
+        if row.kind == .folder { folders.append((entry.path, row.id)) }
+    }
+
+    /// The result of a full pass whose walk and folder agreed with every row
+    /// (`streamedAgreement`): what the whole comparison gives when it plans nothing. With
+    /// differences, the watched pass over them, with every folder's name twins and skipped
+    /// names (a full pass reports them all).
+    func agreedPass(_ seen: StreamedAgreement) async throws(ProviderError) -> PassResult {
+        if !seen.births.isEmpty {
+            do { try runner.provider.recordBirthTimes(seen.births) } catch {
+                logger.warning("cannot record the birth times of \(seen.births.count) item(s): \(error.message)")
+            }
+        }
+        guard seen.changed.isEmpty else {
+            logger.debug("full pass: \(seen.changed.count) path(s) differ from their rows; a watched pass looks at them")
+            var result = try await run(.watched(SettledChanges(paths: seen.changed), remote: false))
+            let looked = result.twinsScope ?? []
+            result.normalisationTwins = seen.twins.filter { !looked.contains($0[0].parent) } + result.normalisationTwins
+            result.twinsScope = nil
+            let named = Set(result.skippedNames.map(\.path))
+            result.skippedNames += seen.skipped.filter { !named.contains($0.path) }
+            return result
+        }
+        runner.sweepParts(resumableParts(seen.temporaries, scope: .full), plan: [], remote: [:])
+        _ = release.admits(nil)
+        record(held: nil)
+        return PassResult(steps: 0, report: RunReport(), skippedNames: seen.skipped, normalisationTwins: seen.twins)
+    }
+
     /// The remote walk a pass makes before it reads the rows, where that may spare reading
     /// them: an idle poll (a watched pass with nothing settled) whose walk finds the remote
-    /// as recorded is done; so is a full pass whose walk and folder agree with every row
-    /// (`walkBesideStreamedAgreement`). Otherwise the walk's listing, if it was kept, for the
-    /// comparison; no walk (nil, nil) for other passes, and when a folder was unreadable
-    /// before, or (for a full pass) the domain was switched or a step failed before.
+    /// as recorded is done; so is a full pass whose walk finds it so and whose folder-by-folder
+    /// comparison could tell what differs (`walkBesideStreamedAgreement`, `agreedPass`).
+    /// Otherwise the walk's listing, if it was kept, for the comparison; no walk (nil, nil)
+    /// for other passes, and when a folder was unreadable before, or (for a full pass) the
+    /// domain was switched or a step failed before.
     func walkFirst(_ scope: PassScope, switched: Bool, unreadableBefore: Bool, failedBefore: Bool) async throws(ProviderError)
         -> (done: PassResult?, listing: WalkedListing?, lap: String?) {
         guard scope.walksRemote, !unreadableBefore else { return (nil, nil, nil) }
@@ -73,13 +138,15 @@ extension SyncPass {
         guard scope.isFull, !switched, !failedBefore else { return (nil, nil, nil) }
         let walked = try await walkBesideStreamedAgreement()
         guard let seen = walked.seen else { return (nil, walked.listing, "remote walk") }
-        return (try agreedPass(seen), nil, "remote walk and local scan (folder by folder, \(seen.rows) rows: every item as recorded)")
+        let lap = "remote walk and local scan (folder by folder, \(seen.rows) rows: "
+            + (seen.changed.isEmpty ? "every item as recorded)" : "\(seen.changed.count) path(s) differ)")
+        return (try await agreedPass(seen), nil, lap)
     }
 
     /// Walks the remote and, meanwhile, when no row changed since the last walk a pass found
     /// agreeing with them, compares the sync folder with the rows (`streamedAgreement`).
-    /// `seen` is set when both agree with the rows: the walk listed what that walk listed,
-    /// and every local item is as recorded; otherwise the walk's listing, for the whole
+    /// `seen` is set when the walk listed what that walk listed and the folder's comparison
+    /// could tell what differs from the rows; otherwise the walk's listing, for the whole
     /// comparison (nil when a large one was not kept: the comparison walks again). The two
     /// run side by side: each mostly waits for the kernel.
     func walkBesideStreamedAgreement() async throws(ProviderError) -> (listing: WalkedListing?, seen: StreamedAgreement?) {
@@ -96,19 +163,5 @@ extension SyncPass {
         }
         let walked = try await walking.value.get()
         return (walked.listing, walked.unchanged ? seen : nil)
-    }
-
-    /// The result of a full pass whose walk and folder agreed with every row
-    /// (`streamedAgreement`): what the whole comparison gives when it plans nothing.
-    func agreedPass(_ seen: StreamedAgreement) throws(ProviderError) -> PassResult {
-        runner.sweepParts(resumableParts(seen.temporaries, scope: .full), plan: [], remote: [:])
-        if !seen.births.isEmpty {
-            do { try runner.provider.recordBirthTimes(seen.births) } catch {
-                logger.warning("cannot record the birth times of \(seen.births.count) item(s): \(error.message)")
-            }
-        }
-        _ = release.admits(nil)
-        record(held: nil)
-        return PassResult(steps: 0, report: RunReport(), skippedNames: seen.skipped, normalisationTwins: seen.twins)
     }
 }

@@ -37,7 +37,9 @@ struct StreamedFullPassTests {
 
     /// A full pass in a new process, then, while it agrees, the passes after it until one
     /// compares folder by folder: the one that agreed noted its walk, the next one uses it.
-    static func passInNewProcess(_ scratch: String, keptListingLimit: Int) async throws -> (steps: Int, settledAfter: Int) {
+    /// `wholeReads`: how often the first pass read every row at once (0: it compared folder
+    /// by folder and looked at what differs with a watched pass).
+    static func passInNewProcess(_ scratch: String, keptListingLimit: Int) async throws -> (steps: Int, wholeReads: Int) {
         let process = try Process(scratch, keptListingLimit: keptListingLimit)
         defer { process.close() }
         let first = try await process.full()
@@ -47,7 +49,7 @@ struct StreamedFullPassTests {
             #expect(passes < 4, "no pass compared folder by folder")
             if passes >= 4 { break }
         }
-        return (first.result.steps, passes)
+        return (first.result.steps, first.wholeReads)
     }
 
     /// With a kept-listing limit of 1 the walk is not kept: a pass that finds a difference
@@ -82,24 +84,38 @@ struct StreamedFullPassTests {
         try writeFile(local + "/docs/a.txt", "docs/A.txt")
         var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
         #expect(utimensat(AT_FDCWD, local + "/docs/a.txt", &times, 0) == 0)
-        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit) == (1, 0))
         #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt")
 
         try writeFile(local + "/one/two/three/four/five/new.txt", "new")
-        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit) == (1, 0))
         #expect(readFile(remote + "/one/two/three/four/five/new.txt") == "new")
 
         #expect(unlink(local + "/docs/b.txt") == 0)
-        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit) == (1, 0))
         #expect(readFile(remote + "/docs/b.txt") == nil)
 
         #expect(rename(local + "/top.txt", local + "/docs/top.txt") == 0)
-        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1, "one move")
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit) == (1, 0), "one move")
         #expect(readFile(remote + "/docs/top.txt") == "top.txt" && readFile(remote + "/top.txt") == nil)
 
-        try writeFile(remote + "/one/two/three/four/five/deep.txt", "edited on the server")
-        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit).steps == 1)
-        #expect(readFile(local + "/one/two/three/four/five/deep.txt") == "edited on the server")
+        // A new folder with files in it, and a folder renamed: each one path to look at.
+        try writeFile(local + "/fresh/inner/f.txt", "fresh")
+        #expect(rename(local + "/one/two/three", local + "/one/two/third") == 0)
+        let moved = try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit)
+        #expect(moved.wholeReads == 0 && moved.steps >= 3, "\(moved)")
+        #expect(readFile(remote + "/fresh/inner/f.txt") == "fresh" && readFile(remote + "/one/two/third/four/five/deep.txt") != nil)
+        #expect(!FileManager.default.fileExists(atPath: remote + "/one/two/three"))
+
+        // More new files than a watched pass should look at one by one: every row at once.
+        for n in 0...SyncPass.streamedChangeLimit { try writeFile(local + "/docs/n\(n).txt", "\(n)") }
+        let many = try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit)
+        #expect(many.wholeReads == 1 && many.steps > SyncPass.streamedChangeLimit, "\(many.steps) steps")
+        #expect(readFile(remote + "/docs/n7.txt") == "7")
+
+        try writeFile(remote + "/one/two/third/four/five/deep.txt", "edited on the server")
+        #expect(try await Self.passInNewProcess(scratch, keptListingLimit: keptListingLimit) == (1, 1), "the remote changed: every row")
+        #expect(readFile(local + "/one/two/third/four/five/deep.txt") == "edited on the server")
 
         // A row changed by another process: the walk is as before, the rows are not, so the
         // whole comparison runs (and finds the file as it is: the row's stat is taken back).
