@@ -34,8 +34,8 @@ extension SyncPass {
     /// Compares the sync folder with the rows, folder by folder from the root, each folder's
     /// names and rows in byte order (not `String`'s order or equality, which take NFC and
     /// NFD spellings as one name). Nil when the whole comparison must decide: a folder could
-    /// not be listed or vanished, a row has no remote version, a recorded item is now
-    /// excluded, or more than `streamedChangeLimit` paths differ.
+    /// not be listed, a recorded item is now excluded, a folder became a bundle or back, or
+    /// more than `streamedChangeLimit` paths differ.
     func streamedAgreement() throws(ProviderError) -> StreamedAgreement? {
         let records = runner.provider
         try checkRoot(try records.itemRecord(.root))
@@ -58,6 +58,9 @@ extension SyncPass {
                     seen.changed[path] = false  // gone
                     r += 1
                 } else if let entry, let row {
+                    // A folder the bundle rule now reads as a bundle, or back: the whole
+                    // comparison forgets its record, so that both sides hold it as new.
+                    guard (entry.kind == .bundle) == (row.kind == .bundle) else { return nil }
                     compare(entry, with: row, into: &seen, folders: &folders)
                     (e, r) = (e + 1, r + 1)
                 }
@@ -75,7 +78,8 @@ extension SyncPass {
     /// The folder's items as the scan sees them; nil when it could not be read whole.
     static func listed(_ folder: RemotePath, by scanner: LocalScanner, into scan: inout LocalScan) -> [LocalScanEntry]? {
         guard let entries = try? scanner.list(folder, into: &scan), scan.unreadable.isEmpty else { return nil }
-        // A folder that vanished meanwhile lists nothing: its parent's row and entry differ.
+        // A folder that vanished since its parent was listed lists nothing: its rows read as
+        // gone, and the watched pass finds each gone (ENOENT) or there after all.
         return entries
     }
 
