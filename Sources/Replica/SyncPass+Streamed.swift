@@ -110,9 +110,12 @@ extension SyncPass {
         guard seen.changed.isEmpty else {
             logger.debug("full pass: \(seen.changed.count) path(s) differ from their rows; a watched pass looks at them")
             var result = try await run(.watched(SettledChanges(paths: seen.changed), remote: false))
-            let looked = result.twinsScope ?? []
-            result.normalisationTwins = seen.twins.filter { !looked.contains($0[0].parent) } + result.normalisationTwins
-            result.twinsScope = nil
+            // Its twins where it looked (nil: everywhere, the rows it read were all of them),
+            // this comparison's elsewhere.
+            if let looked = result.twinsScope {
+                result.normalisationTwins = seen.twins.filter { !looked.contains($0[0].parent) } + result.normalisationTwins
+                result.twinsScope = nil
+            }
             let named = Set(result.skippedNames.map(\.path))
             result.skippedNames += seen.skipped.filter { !named.contains($0.path) }
             return result
