@@ -34,8 +34,9 @@ extension SyncPass {
     /// Compares the sync folder with the rows, folder by folder from the root, each folder's
     /// names and rows in byte order (not `String`'s order or equality, which take NFC and
     /// NFD spellings as one name). Nil when the whole comparison must decide: a folder could
-    /// not be listed, a recorded item is now excluded, a folder became a bundle or back, or
-    /// more than `streamedChangeLimit` paths differ.
+    /// not be listed, a recorded item is now excluded, a folder became a bundle or back, no
+    /// recorded item is left at the top (a side emptied), or more than `streamedChangeLimit`
+    /// paths differ.
     func streamedAgreement() throws(ProviderError) -> StreamedAgreement? {
         let records = runner.provider
         try checkRoot(try records.itemRecord(.root))
@@ -46,7 +47,7 @@ extension SyncPass {
             guard var entries = Self.listed(folder.path, by: scanner, into: &scan) else { return nil }
             entries.sort { $0.path.name.utf8.lexicographicallyPrecedes($1.path.name.utf8) }
             let rows = try records.children(of: folder.id)
-            var (e, r) = (0, 0)
+            var (e, r, matched) = (0, 0, 0)
             while e < entries.count || r < rows.count {
                 let entry = e < entries.count ? entries[e] : nil, row = r < rows.count ? rows[r] : nil
                 if let entry, row == nil || entry.path.name.utf8.lexicographicallyPrecedes(row!.name.utf8) {
@@ -62,9 +63,12 @@ extension SyncPass {
                     // comparison forgets its record, so that both sides hold it as new.
                     guard (entry.kind == .bundle) == (row.kind == .bundle) else { return nil }
                     compare(entry, with: row, into: &seen, folders: &folders)
-                    (e, r) = (e + 1, r + 1)
+                    (e, r, matched) = (e + 1, r + 1, matched + 1)
                 }
             }
+            // Nothing recorded at the top is there: the sync folder was emptied (or a mount
+            // is missing), which the whole comparison holds back rather than deleting.
+            if folder.path.isRoot, !rows.isEmpty, matched == 0 { return nil }
             guard seen.changed.count <= Self.streamedChangeLimit else { return nil }
             seen.rows += rows.count
             let candidates = entries.compactMap { $0.path.name.utf8.contains { $0 >= 0x80 } ? $0.path : nil }

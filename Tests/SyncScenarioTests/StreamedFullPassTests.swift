@@ -133,8 +133,21 @@ struct StreamedFullPassTests {
             try other.apply([.upsert(row)])
         }
         let afterHandWrite = try Process(scratch, keptListingLimit: keptListingLimit)
-        defer { afterHandWrite.close() }
         #expect(try await afterHandWrite.full().wholeReads == 1)
         #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt", "nothing lost")
+        _ = try await afterHandWrite.full()  // agrees: its walk is kept for the next process
+        afterHandWrite.close()
+
+        // The sync folder emptied while no daemon ran: held back, as the whole comparison
+        // holds an emptied side, never deleted on the server.
+        for name in try FileManager.default.contentsOfDirectory(atPath: local) { removeTree(local + "/" + name) }
+        let emptied = try Process(scratch, keptListingLimit: keptListingLimit)
+        defer { emptied.close() }
+        do {
+            emptied.state.reset()
+            let result = try await emptied.pass.run(.full)
+            #expect(result.held != nil && emptied.state.wholeReads == 1, "held: \(String(describing: result.held))")
+        }
+        #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt" && readFile(remote + "/docs/n7.txt") == "7", "nothing deleted on the server")
     }
 }
