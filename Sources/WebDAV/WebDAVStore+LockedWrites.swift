@@ -66,14 +66,14 @@ extension WebDAVStore {
     func withVersionLock<T>(_ path: RemotePath, version: ETag,
                             body: (_ token: String) async throws(ProviderError) -> T) async throws(ProviderError) -> T {
         // Checked before the LOCK too: a LOCK of a free name creates an empty file there.
-        try await requireVersion(path, version)
+        try await requireVersion(path, version, outsideLock: true)
         var response = try await sendLock(path)
         // Another client's lock lasts one write: waited for a few seconds, as `guarded`
         // does, with the version checked again before each try (a 423 here became a 10 s
         // item error that outlived agreement: two-client test, nginx seed 7).
         var waits = 0
         while response.status.code == 423, try await Self.waitOutLock(&waits, "LOCK \(path)") {
-            try await requireVersion(path, version)
+            try await requireVersion(path, version, outsideLock: true)
             response = try await sendLock(path)
         }
         switch response.status.code {
@@ -105,13 +105,26 @@ extension WebDAVStore {
     }
 
     /// Throws `noSuchItem` or `versionMismatch` unless a fresh PROPFIND shows `version` at `path`.
-    func requireVersion(_ path: RemotePath, _ version: ETag) async throws(ProviderError) {
-        let current: RemoteEntry
-        do { current = try await entry(at: path) } catch where error.code == .noSuchItem {
-            throw ProviderError(.noSuchItem, "\(path) no longer exists on the server")
-        }
-        guard let etag = current.etag, etag.sameValue(as: version) else {
-            throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+    /// `outsideLock`: checked without our lock on `path`, where a 404 may be another client's
+    /// replace half-done: golang.org/x/net/webdav (rclone) and WsgiDAV carry out a MOVE with
+    /// `Overwrite: T` as a delete of the destination and then a rename, and a PROPFIND between
+    /// the two finds nothing (the loser of two replaces at once was told `noSuchItem`, not
+    /// `versionMismatch`). That client holds its lock for that one write, so the 404 is looked
+    /// at again as a lock is waited out before the item counts as gone.
+    func requireVersion(_ path: RemotePath, _ version: ETag, outsideLock: Bool = false) async throws(ProviderError) {
+        var waits = 0
+        while true {
+            let current: RemoteEntry
+            do { current = try await entry(at: path) } catch where error.code == .noSuchItem {
+                guard outsideLock, try await Self.waitOutLock(&waits, "the version check of \(path)") else {
+                    throw ProviderError(.noSuchItem, "\(path) no longer exists on the server")
+                }
+                continue
+            }
+            guard let etag = current.etag, etag.sameValue(as: version) else {
+                throw ProviderError(.versionMismatch, "\(path) changed on the server since version \(version)")
+            }
+            return
         }
     }
 
@@ -292,7 +305,7 @@ extension WebDAVStore {
     func uploadViaTemporary(_ file: OpenFile, _ before: OpenFile.Status, to path: RemotePath, condition: WriteCondition,
                             progress: TransferProgress?) async throws(ProviderError) -> RemoteEntry {
         if case .mustMatch(let version) = condition {
-            try await requireVersion(path, version)  // fail early, before the bytes are sent
+            try await requireVersion(path, version, outsideLock: true)  // fail early, before the bytes are sent
         }
         let temporary = try temporary(beside: path)
         logger.debug("uploading \(path) through \(temporary.name)")

@@ -11,7 +11,7 @@ extension WebDAVStore {
         if let version, mode == .locks {
             // The server ignores If-Match, and a lock would not cover the destination:
             // check just before (see `WriteGuard.locks`). `Overwrite: F` it does honour.
-            try await requireVersion(source, version)
+            try await requireVersion(source, version, outsideLock: true)
         }
         let condition = version.map(WriteCondition.mustMatch)
         try await guarded("MOVE", source, condition: condition, destination: destination) { () throws(ProviderError) in
