@@ -82,8 +82,9 @@ extension SyncPass {
     /// The folder's items as the scan sees them; nil when it could not be read whole.
     static func listed(_ folder: RemotePath, by scanner: LocalScanner, into scan: inout LocalScan) -> [LocalScanEntry]? {
         guard let entries = try? scanner.list(folder, into: &scan), scan.unreadable.isEmpty else { return nil }
-        // A folder that vanished since its parent was listed lists nothing: its rows read as
-        // gone, and the watched pass finds each gone (ENOENT) or there after all.
+        // A folder that vanished since its parent was listed (moved meanwhile) lists nothing,
+        // which is not an empty folder: the whole comparison sees the move whole.
+        if entries.isEmpty, case .gone = LocalScanner.read(folder: scanner.absolute(folder)) { return nil }
         return entries
     }
 
@@ -111,6 +112,10 @@ extension SyncPass {
                 logger.warning("cannot record the birth times of \(seen.births.count) item(s): \(error.message)")
             }
         }
+        // Set-aside items are settled and leftovers removed first; the watched pass, which
+        // downloads nothing (the remote is as recorded), resumes no download part.
+        let parts = resumableParts(seen.temporaries, scope: .full)
+        defer { runner.sweepParts(parts, plan: [], remote: [:]) }
         guard seen.changed.isEmpty else {
             logger.debug("full pass: \(seen.changed.count) path(s) differ from their rows; a watched pass looks at them")
             var result = try await run(.watched(SettledChanges(paths: seen.changed), remote: false))
@@ -124,10 +129,16 @@ extension SyncPass {
             result.skippedNames += seen.skipped.filter { !named.contains($0.path) }
             return result
         }
-        runner.sweepParts(resumableParts(seen.temporaries, scope: .full), plan: [], remote: [:])
         _ = release.admits(nil)
         record(held: nil)
         return PassResult(steps: 0, report: RunReport(), skippedNames: seen.skipped, normalisationTwins: seen.twins)
+    }
+
+    /// What besides the listing decides how a walk compares with the rows: the exclude
+    /// patterns and the bundle rule. A walk kept under others (the user removed a pattern)
+    /// must not spare the comparison, or what the pattern hid would never sync.
+    var listingContext: String {
+        (["exclude"] + scanner.exclude.patterns + ["bundles"] + scanner.bundles.extensions.sorted()).joined(separator: "\n")
     }
 
     /// The remote walk a pass makes before it reads the rows, where that may spare reading
@@ -141,7 +152,7 @@ extension SyncPass {
         -> (done: PassResult?, listing: WalkedListing?, lap: String?) {
         guard scope.walksRemote, !unreadableBefore else { return (nil, nil, nil) }
         if Self.touchesNothing(scope) {
-            let walked = try await runner.provider.walkMatching()
+            let walked = try await runner.provider.walkMatching(context: listingContext)
             guard walked.unchanged else { return (nil, walked.listing, nil) }
             try checkRoot(try runner.provider.itemRecord(.root))
             return (unchangedPoll(), nil, "remote walk (as listed when it last agreed with the rows: no row read)")
@@ -161,18 +172,21 @@ extension SyncPass {
     /// comparison (nil when a large one was not kept: the comparison walks again). The two
     /// run side by side: each mostly waits for the kernel.
     func walkBesideStreamedAgreement() async throws(ProviderError) -> (listing: WalkedListing?, seen: StreamedAgreement?) {
-        let provider = runner.provider
+        let provider = runner.provider, context = listingContext
         let walking = Task { () async -> Result<(listing: WalkedListing?, unchanged: Bool), ProviderError> in
-            do throws(ProviderError) { return .success(try await provider.walkMatching()) } catch { return .failure(error) }
+            do throws(ProviderError) { return .success(try await provider.walkMatching(context: context)) } catch { return .failure(error) }
         }
         let seen: StreamedAgreement?
         do throws(ProviderError) {
             seen = provider.rowsUnchangedSinceMatchedWalk() ? try streamedAgreement() : nil
         } catch {
             walking.cancel()
+            _ = await walking.value  // no walk outlives its pass (it may remove temporaries)
             throw error
         }
-        let walked = try await walking.value.get()
-        return (walked.listing, walked.unchanged ? seen : nil)
+        let walked = try await withTaskCancellationHandler { await walking.value } onCancel: { walking.cancel() }.get()
+        // A row written while the folder was compared (hydration, another process): compared
+        // as a whole.
+        return (walked.listing, walked.unchanged && provider.rowsUnchangedSinceMatchedWalk() ? seen : nil)
     }
 }

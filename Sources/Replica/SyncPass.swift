@@ -197,7 +197,7 @@ public struct SyncPass: Sendable {
         -> (remote: [RemotePath: RemoteEntry], unlisted: [RemotePath: ProviderError]?, quiet: Bool, digest: ListingDigest?) {
         guard scope.walksRemote else { return (Self.remoteAsRecorded(recorded), nil, true, nil) }
         let provider = runner.provider
-        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base, walked: listing)
+        let batch = try await provider.changes(since: try provider.syncAnchor(), tree: base, walked: listing, context: listingContext)
         if case .watched = scope {
             let deleted = Set(batch.deleted)
             let touched = batch.updated.map(\.path) + recorded.filter { deleted.contains($0.value.id) }.map(\.key)

@@ -8,8 +8,10 @@ import Foundation
 public struct ListingDigest: Hashable, Sendable, CustomStringConvertible {
     public let hex: String
 
-    public init(_ listing: RemoteListing) {
-        var builder = Builder()
+    /// `context`: what else decides how a listing compares with the rows (the exclude
+    /// patterns, the bundle rule), so that a listing under another context never matches.
+    public init(_ listing: RemoteListing, context: String = "") {
+        var builder = Builder(context: context)
         builder.add(listing.entries)
         self = builder.finish()
     }
@@ -26,9 +28,15 @@ public struct ListingDigest: Hashable, Sendable, CustomStringConvertible {
         var bytes: [UInt8] = []
         var count: Int64 = 0
 
-        public init() {
+        public init(context: String = "") {
             bytes.reserveCapacity(1 << 16 + 1024)
+            field(Self.format)
+            field(context)
         }
+
+        /// Changed whenever what a digest covers changes: a digest kept by an older tidesync
+        /// then matches no listing.
+        static let format = "listing-digest-1"
 
         public mutating func add(_ entries: [RemoteEntry]) {
             for entry in entries { add(entry) }

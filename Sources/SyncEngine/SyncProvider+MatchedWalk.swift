@@ -17,11 +17,14 @@ extension SyncProvider {
     /// is as recorded, and nothing needs comparing with the rows.
     /// The listing, for the comparison when anything differs; nil when it was not kept
     /// (more than `keptListingLimit` entries that may well be unchanged).
-    public func walkMatching() async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
+    /// `context`: what else decides how the walk compares with the rows (the caller's
+    /// exclude patterns and bundle rule): part of the digest, so a walk kept under another
+    /// configuration (a pattern removed, in this process or the last) never matches.
+    public func walkMatching(context: String) async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
         guard let known = lastMatchedWalk(), let generation = state.itemsGeneration(), generation == known.generation else {
             return (WalkedListing(listing: try await store.listing(below: .root), digest: nil), false)
         }
-        var builder = ListingDigest.Builder()
+        var builder = ListingDigest.Builder(context: context)
         var kept: [RemoteEntry]? = []
         let limit = keptListingLimit
         var listing = try await store.walk(below: .root) { entries in
@@ -32,7 +35,10 @@ extension SyncProvider {
             if count == 0 { kept = entries } else if count + entries.count > limit { kept = nil } else { kept?.append(contentsOf: entries) }
         }
         let digest = builder.finish()
+        // The rows are looked at again: one written during the walk (hydration, another
+        // process) must be compared.
         let unchanged = digest.hex == known.digest && !listing.hidesDotNames && listing.unlisted.isEmpty
+            && state.itemsGeneration() == known.generation
         guard let entries = kept else { return (nil, unchanged) }
         let comparable = !listing.hidesDotNames && listing.unlisted.isEmpty
         listing.entries = entries

@@ -116,10 +116,11 @@ extension SyncProvider: ReplicatedProvider {
     /// `changes(since:)` against `records`, the state DB's rows the caller already read and
     /// made a tree (a pass does that once for this and for its plan), over `walked` when the
     /// caller walked already (`walkMatching`).
+    /// `context` goes into the listing's digest (`ListingDigest`), as in `walkMatching`.
     public func changes(since anchor: SyncAnchor?, tree records: RecordTree,
-                        walked: WalkedListing? = nil) async throws(ProviderError) -> ChangeBatch {
+                        walked: WalkedListing? = nil, context: String = "") async throws(ProviderError) -> ChangeBatch {
         var walk = if let walked { walked.listing } else { try await store.listing(below: .root) }
-        let digest = walk.hidesDotNames || !walk.unlisted.isEmpty ? nil : walked?.digest ?? ListingDigest(walk)
+        let digest = walk.hidesDotNames || !walk.unlisted.isEmpty ? nil : walked?.digest ?? ListingDigest(walk, context: context)
         if walk.hidesDotNames {
             try await addHiddenEntries(to: &walk, recorded: records.tree.paths)
             try await addCollidedEntries(to: &walk)

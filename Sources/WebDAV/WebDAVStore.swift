@@ -293,22 +293,27 @@ public final class WebDAVStore: RemoteStore {
             }
             do {
                 try await withThrowingTaskGroup(of: (Int, FolderListing).self) { group in
-                    var started = 0, taken = 0
+                    var started = 0, taken = 0, running = 0
                     var early: [Int: FolderListing] = [:]  // answers that came before an earlier folder's
-                    func start() {
-                        guard started < level.count else { return }
-                        let (index, folder) = (started, level[started])
-                        started += 1
-                        group.addTask { (index, try await self.listDuringWalk(folder, top: path)) }
+                    // At most `walkRequests` at once, and at most 64 folders beyond the oldest
+                    // one not taken yet (a slow folder holds the others' answers).
+                    func topUp() {
+                        while running < Self.walkRequests, started < level.count, started - taken < 64 {
+                            let (index, folder) = (started, level[started])
+                            started += 1
+                            running += 1
+                            group.addTask { (index, try await self.listDuringWalk(folder, top: path)) }
+                        }
                     }
-                    for _ in 0..<Self.walkRequests { start() }
+                    topUp()
                     while let (index, listing) = try await group.next() {
+                        running -= 1
                         early[index] = listing
-                        start()
                         while let next = early.removeValue(forKey: taken) {
                             take(next)
                             taken += 1
                         }
+                        topUp()
                     }
                 }
             } catch {

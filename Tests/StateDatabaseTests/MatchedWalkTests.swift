@@ -34,6 +34,9 @@ import Testing
             #expect(database.itemsGeneration() == last, "the anchor alone is not a row")
             try StateDatabase.executeScript("DELETE FROM item WHERE id = '\(item.id.rawValue)'", onFileAt: database.path)
             try changed("a row deleted through another connection")
+            // Every table a pass plans from has its three triggers (a migration that rebuilds
+            // one of them must make them again).
+            #expect(try database.count("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_bumps_rows_version'") == 18)
         }
     }
 

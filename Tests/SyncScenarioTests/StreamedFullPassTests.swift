@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import Logging
 import Replica
 import StateDatabase
 import SyncEngine
@@ -149,5 +150,39 @@ struct StreamedFullPassTests {
             #expect(result.held != nil && emptied.state.wholeReads == 1, "held: \(String(describing: result.held))")
         }
         #expect(readFile(remote + "/docs/a.txt") == "docs/A.txt" && readFile(remote + "/docs/n7.txt") == "7", "nothing deleted on the server")
+    }
+
+    /// A pass over `local` and the local-directory remote `remote` with `exclude` patterns.
+    static func pass(local: String, remote: String, database: StateDatabase, exclude: [String]) -> SyncPass {
+        var logger = Logger(label: "unexclude")
+        logger.logLevel = .warning
+        let provider = SyncProvider(store: LocalDirectoryStore(root: remote), state: database)
+        let runner = PlanRunner(provider: provider, folder: LocalFolder(root: local, bundles: .standard), transfers: 4, logger: logger)
+        return SyncPass(runner: runner, scanner: LocalScanner(root: local, exclude: ExcludeList(patterns: exclude), bundles: .standard),
+                        host: "testhost", massDelete: MassDeleteGuard(limit: 500), logger: logger)
+    }
+
+    /// The walk kept in the state DB agreed with the rows under the old patterns; under the
+    /// new ones it must not spare the comparison (found by a review).
+    @Test("a pattern removed from exclude while no daemon ran: what it hid on the server is synced at the next start")
+    func unexcludedServerFileSyncs() async throws {
+        let scratch = temporaryPath("tidesync-unexclude-")
+        defer { removeTree(scratch) }
+        let (local, remote) = (scratch + "/local", scratch + "/remote")
+        try writeFile(local + "/a.txt", "a")
+        try writeFile(remote + "/server.log", "only on the server")
+        do {
+            let database = try StateDatabase(path: scratch + "/state.sqlite")
+            defer { try? database.close() }
+            let first = Self.pass(local: local, remote: remote, database: database, exclude: ["*.log"])
+            #expect(try await first.run(.full).steps == 1)
+            #expect(try await first.run(.full).steps == 0)  // agrees: its walk is kept
+            #expect(readFile(local + "/server.log") == nil)
+        }
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let second = Self.pass(local: local, remote: remote, database: database, exclude: [])
+        #expect(try await second.run(.full).steps == 1)
+        #expect(readFile(local + "/server.log") == "only on the server")
     }
 }
