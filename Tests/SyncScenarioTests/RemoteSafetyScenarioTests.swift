@@ -197,22 +197,9 @@ struct RemoteSafetyScenarioTests {
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
             try await body(LocalDirectoryStore(root: disk), disk)
         case .apache, .nginx, .lighttpd, .wsgidav, .rclone:
-            let name = "b-\(UUID().uuidString.prefix(8))"
-            let root = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!), connections: 1)
-            _ = try await root.makeFolder(at: RemotePath([name]))
-            let store = WebDAVStore(endpoint: try TestApache.endpoint(TestApache.depthInfinityURL!.appendingPathComponent(name, isDirectory: true)),
-                                    connections: 4)
-            do {
-                try await body(store, TestApache.depthInfinityDiskRoot! + "/" + name)
-            } catch {
-                await store.shutdown()
-                try? await root.delete(RemotePath([name]), version: nil)
-                await root.shutdown()
-                throw error
+            try await TestApache.withCollection(below: TestApache.depthInfinityURL!, diskRoot: TestApache.depthInfinityDiskRoot!) {
+                try await body($0, $1)
             }
-            await store.shutdown()
-            try? await root.delete(RemotePath([name]), version: nil)
-            await root.shutdown()
         }
     }
 }

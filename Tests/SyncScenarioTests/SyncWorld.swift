@@ -77,6 +77,26 @@ extension TestApache {
     static func endpoint(_ base: URL) throws -> WebDAVEndpoint {
         try WebDAVEndpoint(baseURL: base, username: user ?? "", password: password ?? "", allowInsecureHTTP: false)
     }
+
+    /// Runs `body` with a store on a new collection below `base` (served from `diskRoot`)
+    /// and the collection's folder on disk; the collection goes afterwards, also on a throw.
+    static func withCollection(below base: URL, diskRoot: String, connections: Int = 4,
+                               _ body: (WebDAVStore, String) async throws -> Void) async throws {
+        let name = "c-\(UUID().uuidString.prefix(8))"
+        let root = WebDAVStore(endpoint: try endpoint(base), connections: 1)
+        _ = try await root.makeFolder(at: RemotePath([name]))
+        let store = WebDAVStore(endpoint: try endpoint(base.appendingPathComponent(name, isDirectory: true)), connections: connections)
+        func remove() async {
+            await store.shutdown()
+            try? await root.delete(RemotePath([name]), version: nil)
+            await root.shutdown()
+        }
+        do { try await body(store, diskRoot + "/" + name) } catch {
+            await remove()
+            throw error
+        }
+        await remove()
+    }
 }
 
 /// One sync domain for a scenario, in the shape of Nextcloud's FakeFolder: a local folder,
