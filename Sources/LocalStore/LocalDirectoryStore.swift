@@ -82,9 +82,9 @@ public struct LocalDirectoryStore: RemoteStore {
 
     /// Every entry below the folder at `path`, as `walk(_:visit:)` lists them.
     func walk(_ path: RemotePath) throws(ProviderError) -> RemoteListing {
-        var entries: [RemoteEntry] = []
-        var result = try walk(path) { if entries.isEmpty { entries = $0 } else { entries.append(contentsOf: $0) } }
-        result.entries = entries
+        var collected = RemoteListing(entries: [])
+        var result = try walk(path) { collected.collect($0) }
+        result.entries = collected.entries
         return result
     }
 

@@ -21,27 +21,24 @@ extension SyncProvider {
     /// exclude patterns and bundle rule): part of the digest, so a walk kept under another
     /// configuration (a pattern removed, in this process or the last) never matches.
     public func walkMatching(context: String) async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
-        guard let known = lastMatchedWalk(), let generation = state.itemsGeneration(), generation == known.generation else {
+        guard rowsUnchangedSinceMatchedWalk(), let known = lastMatchedWalk() else {
             return (WalkedListing(listing: try await store.listing(below: .root), digest: nil), false)
         }
         var builder = ListingDigest.Builder(context: context)
-        var kept: [RemoteEntry]? = []
+        var kept: RemoteListing? = RemoteListing(entries: [])
         let limit = keptListingLimit
-        var listing = try await store.walk(below: .root) { entries in
+        let walked = try await store.walk(below: .root) { entries in
             builder.add(entries)
-            // The first batch is kept whatever its size: it shares the store's array (a store
-            // that lists at once hands everything over in it, already in memory).
-            guard let count = kept?.count else { return }
-            if count == 0 { kept = entries } else if count + entries.count > limit { kept = nil } else { kept?.append(contentsOf: entries) }
+            guard let count = kept?.entries.count else { return }
+            if count > 0 && count + entries.count > limit { kept = nil } else { kept?.collect(entries) }
         }
         let digest = builder.finish()
+        let comparable = !walked.hidesDotNames && walked.unlisted.isEmpty
         // The rows are looked at again: one written during the walk (hydration, another
         // process) must be compared.
-        let unchanged = digest.hex == known.digest && !listing.hidesDotNames && listing.unlisted.isEmpty
-            && state.itemsGeneration() == known.generation
-        guard let entries = kept else { return (nil, unchanged) }
-        let comparable = !listing.hidesDotNames && listing.unlisted.isEmpty
-        listing.entries = entries
+        let unchanged = comparable && digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
+        guard var listing = kept else { return (nil, unchanged) }
+        (listing.unlisted, listing.hidesDotNames) = (walked.unlisted, walked.hidesDotNames)
         return (WalkedListing(listing: listing, digest: comparable ? digest : nil), unchanged)
     }
 

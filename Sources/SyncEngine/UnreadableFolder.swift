@@ -42,6 +42,12 @@ public struct RemoteListing: Sendable {
         self.unlisted = unlisted
     }
 
+    /// Adds a walk's batch of entries; the first one is taken without a copy (it shares the
+    /// store's array: a store that lists at once hands everything over in it).
+    public mutating func collect(_ batch: [RemoteEntry]) {
+        if entries.isEmpty { entries = batch } else { entries.append(contentsOf: batch) }
+    }
+
     /// The entries, or the first unlisted folder's failure: for callers that need the whole
     /// tree (a bundle's members).
     public func complete(below path: RemotePath) throws(ProviderError) -> [RemoteEntry] {

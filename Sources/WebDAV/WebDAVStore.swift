@@ -206,9 +206,9 @@ public final class WebDAVStore: RemoteStore {
     }
 
     public func listing(below path: RemotePath) async throws(ProviderError) -> RemoteListing {
-        var entries: [RemoteEntry] = []
-        var listing = try await walk(below: path) { if entries.isEmpty { entries = $0 } else { entries.append(contentsOf: $0) } }
-        listing.entries = entries
+        var collected = RemoteListing(entries: [])
+        var listing = try await walk(below: path) { collected.collect($0) }
+        listing.entries = collected.entries
         return listing
     }
 
