@@ -4,7 +4,9 @@ import SyncEngine
 // `run --once` — is the usual case, and with the whole comparison it costs every row, every
 // local item and every remote entry in memory at once (300 MiB and 4 s at 100 000 files).
 // When the remote walk lists what the last walk agreeing with the rows listed, and no row
-// changed since, the remote is as recorded: only the sync folder can differ, and that is
+// changed since — or, rows changed, the walk compared with them folder by folder agrees
+// (`SyncProvider.walkMatching`) — the remote is as recorded: only the sync folder can
+// differ, and that is
 // compared with the rows one folder at a time, in the scan's order, holding one folder's
 // names and rows. What differs (edited, new, gone, moved while no daemon ran) is handed to
 // a watched pass over those paths, as if the watcher had settled them, which reads the rows
@@ -152,7 +154,7 @@ extension SyncPass {
         -> (done: PassResult?, listing: WalkedListing?, lap: String?) {
         guard scope.walksRemote, !unreadableBefore else { return (nil, nil, nil) }
         if Self.touchesNothing(scope) {
-            let walked = try await runner.provider.walkMatching(context: listingContext)
+            let walked = try await runner.provider.walkMatching(context: listingContext, ignores: ignored)
             guard walked.unchanged else { return (nil, walked.listing, nil) }
             try checkRoot(try runner.provider.itemRecord(.root))
             return (unchangedPoll(), nil, "remote walk (as listed when it last agreed with the rows: no row read)")
@@ -165,28 +167,36 @@ extension SyncPass {
         return (try await agreedPass(seen), nil, lap)
     }
 
-    /// Walks the remote and, meanwhile, when no row changed since the last walk a pass found
-    /// agreeing with them, compares the sync folder with the rows (`streamedAgreement`).
-    /// `seen` is set when the walk listed what that walk listed and the folder's comparison
+    /// Walks the remote and, meanwhile, compares the sync folder with the rows
+    /// (`streamedAgreement`). `seen` is set when the walk found the remote as recorded
+    /// (`SyncProvider.walkMatching`), no row changed meanwhile, and the folder's comparison
     /// could tell what differs from the rows; otherwise the walk's listing, for the whole
     /// comparison (nil when a large one was not kept: the comparison walks again). The two
     /// run side by side: each mostly waits for the kernel.
     func walkBesideStreamedAgreement() async throws(ProviderError) -> (listing: WalkedListing?, seen: StreamedAgreement?) {
-        let provider = runner.provider, context = listingContext
+        let provider = runner.provider, context = listingContext, ignores = ignored
+        let generation = provider.rowsGeneration()
         let walking = Task { () async -> Result<(listing: WalkedListing?, unchanged: Bool), ProviderError> in
-            do throws(ProviderError) { return .success(try await provider.walkMatching(context: context)) } catch { return .failure(error) }
+            do throws(ProviderError) {
+                return .success(try await provider.walkMatching(context: context, ignores: ignores))
+            } catch { return .failure(error) }
         }
         let seen: StreamedAgreement?
         do throws(ProviderError) {
-            seen = provider.rowsUnchangedSinceMatchedWalk() ? try streamedAgreement() : nil
+            seen = generation == nil ? nil : try streamedAgreement()
         } catch {
             walking.cancel()
             _ = await walking.value  // no walk outlives its pass (it may remove temporaries)
             throw error
         }
         let walked = try await withTaskCancellationHandler { await walking.value } onCancel: { walking.cancel() }.get()
-        // A row written while the folder was compared (hydration, another process): compared
-        // as a whole.
-        return (walked.listing, walked.unchanged && provider.rowsUnchangedSinceMatchedWalk() ? seen : nil)
+        // A row written while the folder or the walk was compared (hydration, another
+        // process): compared as a whole.
+        return (walked.listing, walked.unchanged && provider.rowsGeneration() == generation ? seen : nil)
+    }
+
+    /// The names never synced (the exclude patterns), for a walk compared with the rows.
+    var ignored: @Sendable (RemotePath) -> Bool {
+        { [exclude = scanner.exclude] path in exclude.excludes(path) }
     }
 }

@@ -12,31 +12,46 @@ extension SyncProvider {
         state.itemsGeneration()
     }
 
-    /// Walks the remote and tells whether it listed what the last walk a pass found agreeing
-    /// with the rows listed (`noteMatchedWalk`), with no row changed since: then the remote
-    /// is as recorded, and nothing needs comparing with the rows.
+    /// Walks the remote and tells whether it lists what the rows record: when no row changed
+    /// since the last walk a pass found agreeing with them (`noteMatchedWalk`), by whether it
+    /// listed what that walk listed; otherwise (a pass wrote rows since: its own uploads) by
+    /// comparing each folder the walk hands over with that folder's rows (`WalkAgreement`),
+    /// which then becomes the walk that agreed. Unchanged: the remote is as recorded, and
+    /// nothing needs comparing with the rows.
     /// The listing, for the comparison when anything differs; nil when it was not kept
     /// (more than `keptListingLimit` entries that may well be unchanged).
     /// `context`: what else decides how the walk compares with the rows (the caller's
     /// exclude patterns and bundle rule): part of the digest, so a walk kept under another
     /// configuration (a pattern removed, in this process or the last) never matches.
-    public func walkMatching(context: String) async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
-        guard rowsUnchangedSinceMatchedWalk(), let known = lastMatchedWalk() else {
-            return (WalkedListing(listing: try await store.listing(below: .root), digest: nil), false)
-        }
+    /// `ignores`: the names the caller never records (its exclude patterns).
+    public func walkMatching(context: String, ignores: @escaping @Sendable (RemotePath) -> Bool = { _ in false })
+        async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
+        let known = rowsUnchangedSinceMatchedWalk() ? lastMatchedWalk() : nil
+        let generation = state.itemsGeneration()
+        var agreement = known == nil && generation != nil ? WalkAgreement(state: state, bundles: bundles, ignores: ignores) : nil
         var builder = ListingDigest.Builder(context: context)
         var kept: RemoteListing? = RemoteListing(entries: [])
         let limit = keptListingLimit
         let walked = try await store.walk(below: .root) { entries in
             builder.add(entries)
+            agreement?.add(entries)
             guard let count = kept?.entries.count else { return }
             if count > 0 && count + entries.count > limit { kept = nil } else { kept?.collect(entries) }
         }
         let digest = builder.finish()
         let comparable = !walked.hidesDotNames && walked.unlisted.isEmpty
-        // The rows are looked at again: one written during the walk (hydration, another
-        // process) must be compared.
-        let unchanged = comparable && digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
+        let unchanged: Bool
+        if let known {
+            // The rows are looked at again: one written during the walk (hydration, another
+            // process) must be compared.
+            unchanged = comparable && digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
+        } else if comparable, var agreement {
+            let rows = (try? state.itemCount()) ?? 0
+            unchanged = agreement.finish(rows: rows) && state.itemsGeneration() == generation
+            if unchanged, !agreement.sawWeakVersion { noteMatchedWalk(digest, generation: generation) }
+        } else {
+            unchanged = false
+        }
         guard var listing = kept else { return (nil, unchanged) }
         (listing.unlisted, listing.hidesDotNames) = (walked.unlisted, walked.hidesDotNames)
         return (WalkedListing(listing: listing, digest: comparable ? digest : nil), unchanged)
