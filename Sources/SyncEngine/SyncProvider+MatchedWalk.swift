@@ -52,6 +52,9 @@ extension SyncProvider {
         } else {
             unchanged = false
         }
+        // No bundle is missing beside an old version set aside: a swap seen by an earlier
+        // walk is over, and one seen later waits its own `swapWait` (as `changes` would).
+        if unchanged { swapWaits.withLock { $0 = [:] } }
         guard var listing = kept else { return (nil, unchanged) }
         (listing.unlisted, listing.hidesDotNames) = (walked.unlisted, walked.hidesDotNames)
         return (WalkedListing(listing: listing, digest: comparable ? digest : nil), unchanged)
