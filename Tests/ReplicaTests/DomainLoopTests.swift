@@ -198,7 +198,8 @@ struct DomainLoopTests {
             Round(ms: 1_000, events: [.changed(p("a"))], seen: .init(paused: true), steps: [.wait(until: nil)]),
             Round(ms: 70_000, seen: .init(paused: true), steps: [.wait(until: nil)]),
             // Past the cap by now: synced as it is, writer or not.
-            Round(ms: 71_000, steps: idle + [watched([p("a"): false], remote: true, overdue: [p("a")])]),
+            Round(ms: 71_000, steps: idle + [watched([p("a"): false], overdue: [p("a")])]),
+            Round(ms: 71_000, steps: [watched([:], remote: true)]),
         ]),
         Rule(name: "sync-now ends a park's wait with a full pass", rounds: [
             Round(ms: 0, passes: [.failed(unreachable)],
@@ -271,10 +272,20 @@ struct DomainLoopTests {
             Round(ms: 60_000, steps: idle + [watched([:], remote: true)]),
             Round(ms: 60_001, steps: idle + [.wait(until: at(120_000))]),
         ]),
-        Rule(name: "settled paths and a due poll go in one pass", rounds: [
+        Rule(name: "settled paths when the poll is due pass first, then the poll, before anything settled since", rounds: [
             start,
             Round(ms: 59_000, events: [.changed(p("a"))], steps: idle + [.wait(until: at(60_000))]),
-            Round(ms: 60_000, steps: idle + [watched([p("a"): false], remote: true)]),
+            Round(ms: 60_000, steps: idle + [watched([p("a"): false])]),
+            Round(ms: 61_500, events: [.changed(p("b"))], steps: [watched([:], remote: true)]),
+            Round(ms: 62_500, steps: idle + [watched([p("b"): false])]),
+            Round(ms: 62_600, steps: idle + [.wait(until: at(121_500))]),
+        ]),
+        Rule(name: "a poll owed is walked by a full pass that comes first", rounds: [
+            start,
+            Round(ms: 59_000, events: [.changed(p("a"))], steps: idle + [.wait(until: at(60_000))]),
+            Round(ms: 60_000, steps: idle + [watched([p("a"): false])]),
+            Round(ms: 60_100, seen: .init(syncNow: true), steps: [.collect(everything: true), .pass(.full)]),
+            Round(ms: 60_200, steps: idle + [.wait(until: at(120_100))]),
         ]),
         Rule(name: "with no watcher, each poll scans the whole folder", watching: false, rounds: [
             start,
