@@ -7,7 +7,9 @@
 ///   takes vacated, the item it reads moved into place, …);
 /// - the step that first records a row at the nearest folder above its path (the state DB
 ///   needs a parent row before a child row, also where no transfer is involved);
-/// - for a deletion, every non-deletion before it in the plan (deletions come last).
+/// - for a deletion, every non-deletion before it in the plan (deletions come last) —
+///   unless a non-deletion waits for it (a file replaced by a folder of its name: the
+///   folder is made where the file was deleted), which would wait forever.
 ///
 /// A step whose prerequisite failed or was skipped is skipped: it is decided again by the
 /// next plan.
@@ -22,6 +24,8 @@ public struct PlanSchedule: Sendable {
     private var ready: [Int] = []
     private var readyCursor = 0
     private var blockedDeletions: [Int] = []
+    /// Deletions a non-deletion waits for: they run as soon as what they need is done.
+    private var vacating: Set<Int> = []
     public private(set) var outcomes: [Outcome?]
 
     /// A schedule for `plan`, which must be in the order `Reconciler.plan` returns.
@@ -30,7 +34,12 @@ public struct PlanSchedule: Sendable {
         let prerequisites = Self.prerequisites(plan)
         waitingOn = prerequisites.map(\.count)
         dependents = [[Int]](repeating: [], count: plan.count)
-        for (index, before) in prerequisites.enumerated() { for p in before { dependents[p].append(index) } }
+        for (index, before) in prerequisites.enumerated() {
+            for p in before {
+                dependents[p].append(index)
+                if plan[p].isDeletion && !plan[index].isDeletion { vacating.insert(p) }
+            }
+        }
         deletionBarrier = []
         unfinishedNonDeletions = plan.filter { !$0.isDeletion }.count
         outcomes = [Outcome?](repeating: nil, count: plan.count)
@@ -73,7 +82,7 @@ public struct PlanSchedule: Sendable {
     }
 
     private mutating func makeReady(_ index: Int) {
-        if plan[index].isDeletion, unfinishedNonDeletions > 0 {
+        if plan[index].isDeletion, unfinishedNonDeletions > 0, !vacating.contains(index) {
             blockedDeletions.append(index)
         } else {
             ready.append(index)

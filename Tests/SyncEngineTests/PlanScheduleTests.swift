@@ -51,4 +51,30 @@ struct PlanScheduleTests {
         #expect(schedule.isDone)
         #expect(schedule.outcomes == [.failed, .skipped, .succeeded])
     }
+
+    /// A file on the server replaced by a folder of its name: the local file is deleted,
+    /// the folder made in its place and filled. The deletion cannot wait for the steps
+    /// that wait for it (they all stayed unstarted, pass after pass).
+    @Test("a deletion a step waits for runs first: a file replaced by a folder of its name")
+    func deletionAStepWaitsFor() {
+        // In the planner's order: the deletion before the folder that takes its place.
+        let plan: [SyncAction] = [
+            .deleteLocal(p("d/f"), expected: stat, item: ItemIdentifier("f")),
+            .createLocalFolder(p("d/f"), item: nil),
+            .download(p("d/f/x"), version: nil, replacing: nil, item: nil),
+            .download(p("other"), version: nil, replacing: nil, item: nil),
+            .deleteRemote(p("old"), version: nil, item: ItemIdentifier("o")),
+        ]
+        var schedule = PlanSchedule(plan)
+        #expect(drainReady(&schedule) == [0, 3], "the local deletion and the other download; the remote deletion waits")
+        schedule.finished(0, .succeeded)
+        schedule.finished(3, .succeeded)
+        #expect(drainReady(&schedule) == [1])
+        schedule.finished(1, .succeeded)
+        #expect(drainReady(&schedule) == [2])
+        schedule.finished(2, .succeeded)
+        #expect(drainReady(&schedule) == [4])
+        schedule.finished(4, .succeeded)
+        #expect(schedule.isDone && schedule.outcomes.allSatisfy { $0 == .succeeded }, "\(schedule.outcomes)")
+    }
 }
