@@ -38,14 +38,16 @@ extension SyncPass {
     /// NFD spellings as one name). Nil when the whole comparison must decide: a folder could
     /// not be listed, a recorded item is now excluded, a folder became a bundle or back, no
     /// recorded item is left at the top (a side emptied), or more than `streamedChangeLimit`
-    /// paths differ.
-    func streamedAgreement() throws(ProviderError) -> StreamedAgreement? {
+    /// paths differ; nil too as soon as `giveUp` is set (the remote walk beside it found the
+    /// remote changed: the whole comparison decides anyway).
+    func streamedAgreement(giveUp: StopFlag? = nil) throws(ProviderError) -> StreamedAgreement? {
         let records = runner.provider
         try checkRoot(try records.itemRecord(.root))
         var seen = StreamedAgreement()
         var scan = LocalScan()  // collects what the folders' listings pass over
         var folders: [(path: RemotePath, id: ItemIdentifier)] = [(.root, .root)]
         while let folder = folders.popLast() {
+            if giveUp?.isStopped == true { return nil }
             guard var entries = Self.listed(folder.path, by: scanner, into: &scan) else { return nil }
             entries.sort { $0.path.name.utf8.lexicographicallyPrecedes($1.path.name.utf8) }
             let rows = try records.children(of: folder.id)
@@ -175,15 +177,15 @@ extension SyncPass {
     /// run side by side: each mostly waits for the kernel.
     func walkBesideStreamedAgreement() async throws(ProviderError) -> (listing: WalkedListing?, seen: StreamedAgreement?) {
         let provider = runner.provider, context = listingContext, ignores = ignored
-        let generation = provider.rowsGeneration()
+        let generation = provider.rowsGeneration(), disagreed = StopFlag()
         let walking = Task { () async -> Result<(listing: WalkedListing?, unchanged: Bool), ProviderError> in
             do throws(ProviderError) {
-                return .success(try await provider.walkMatching(context: context, ignores: ignores))
+                return .success(try await provider.walkMatching(context: context, ignores: ignores, disagreed: { disagreed.stop() }))
             } catch { return .failure(error) }
         }
         let seen: StreamedAgreement?
         do throws(ProviderError) {
-            seen = generation == nil ? nil : try streamedAgreement()
+            seen = generation == nil ? nil : try streamedAgreement(giveUp: disagreed)
         } catch {
             walking.cancel()
             _ = await walking.value  // no walk outlives its pass (it may remove temporaries)

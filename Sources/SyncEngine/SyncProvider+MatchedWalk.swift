@@ -14,44 +14,65 @@ extension SyncProvider {
 
     /// Walks the remote and tells whether it lists what the rows record: when no row changed
     /// since the last walk a pass found agreeing with them (`noteMatchedWalk`), by whether it
-    /// listed what that walk listed; otherwise (a pass wrote rows since: its own uploads) by
-    /// comparing each folder the walk hands over with that folder's rows (`WalkAgreement`),
-    /// which then becomes the walk that agreed. Unchanged: the remote is as recorded, and
-    /// nothing needs comparing with the rows.
+    /// listed what that walk listed; otherwise (a pass wrote rows since: its own uploads),
+    /// or when it did not (an excluded backup file appeared, an mtime moved), by comparing
+    /// each folder the walk hands over with that folder's rows (`WalkAgreement`), which then
+    /// becomes the walk that agreed. Unchanged: the remote is as recorded, and nothing needs
+    /// comparing with the rows.
     /// The listing, for the comparison when anything differs; nil when it was not kept
-    /// (more than `keptListingLimit` entries that may well be unchanged).
+    /// (more than `keptListingLimit` entries while the walk might still agree).
     /// `context`: what else decides how the walk compares with the rows (the caller's
     /// exclude patterns and bundle rule): part of the digest, so a walk kept under another
     /// configuration (a pattern removed, in this process or the last) never matches.
     /// `ignores`: the names the caller never records (its exclude patterns).
-    public func walkMatching(context: String, ignores: @escaping @Sendable (RemotePath) -> Bool = { _ in false })
-        async throws(ProviderError) -> (listing: WalkedListing?, unchanged: Bool) {
+    /// `disagreed` is called (at most once) as soon as the walk is known not to agree.
+    public func walkMatching(context: String, ignores: @escaping @Sendable (RemotePath) -> Bool = { _ in false },
+                             disagreed: (@Sendable () -> Void)? = nil) async throws(ProviderError)
+        -> (listing: WalkedListing?, unchanged: Bool) {
         let known = rowsUnchangedSinceMatchedWalk() ? lastMatchedWalk() : nil
         let generation = state.itemsGeneration()
-        var agreement = known == nil && generation != nil ? WalkAgreement(state: state, bundles: bundles, ignores: ignores) : nil
+        let agreeing = { WalkAgreement(state: self.state, bundles: self.bundles, ignores: ignores) }
+        // A server that leaves dot names out of its listings (nginx) is never compared
+        // folder by folder: its listings are completed by name first.
+        guard known != nil || generation != nil && !listingsHideDotNames.withLock({ $0 }) else {
+            disagreed?()
+            return (WalkedListing(listing: try await store.listing(below: .root), digest: nil), false)
+        }
+        var agreement = known == nil ? agreeing() : nil
         var builder = ListingDigest.Builder(context: context)
         var kept: RemoteListing? = RemoteListing(entries: [])
+        var told = false
         let limit = keptListingLimit
         let walked = try await store.walk(below: .root) { entries in
             builder.add(entries)
             agreement?.add(entries)
+            let differs = agreement?.disagreement != nil
+            if differs && !told {
+                told = true
+                disagreed?()
+            }
             guard let count = kept?.entries.count else { return }
-            if count > 0 && count + entries.count > limit { kept = nil } else { kept?.collect(entries) }
+            // Once the walk cannot agree, its listing is kept whole for the comparison.
+            if !differs && count > 0 && count + entries.count > limit { kept = nil } else { kept?.collect(entries) }
         }
+        listingsHideDotNames.withLock { $0 = walked.hidesDotNames }
         let digest = builder.finish()
         let comparable = !walked.hidesDotNames && walked.unlisted.isEmpty
-        let unchanged: Bool
-        if let known {
+        var unchanged = false
+        if let known, comparable {
             // The rows are looked at again: one written during the walk (hydration, another
             // process) must be compared.
-            unchanged = comparable && digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
-        } else if comparable, var agreement {
-            let rows = (try? state.itemCount()) ?? 0
-            unchanged = agreement.finish(rows: rows) && state.itemsGeneration() == generation
-            if unchanged, !agreement.sawWeakVersion { noteMatchedWalk(digest, generation: generation) }
-        } else {
-            unchanged = false
+            unchanged = digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
+            if !unchanged, let listing = kept, generation != nil {
+                agreement = agreeing()
+                agreement?.add(listing.entries)
+            }
         }
+        if !unchanged, comparable, var agreement {
+            unchanged = agreement.finish(rows: (try? state.itemCount()) ?? 0) && state.itemsGeneration() == generation
+            if unchanged, !agreement.sawWeakVersion { noteMatchedWalk(digest, generation: generation) }
+        }
+        if !unchanged && !told { disagreed?() }
         // No bundle is missing beside an old version set aside: a swap seen by an earlier
         // walk is over, and one seen later waits its own `swapWait` (as `changes` would).
         if unchanged { swapWaits.withLock { $0 = [:] } }

@@ -45,6 +45,9 @@ public final class SyncProvider: Sendable {
     /// The last walk a pass found agreeing with the rows, and the rows' generation when they
     /// were read for it (`SyncProvider+MatchedWalk.swift`).
     let matchedWalk = Mutex<StoredMatchedWalk?>(nil)
+    /// True when the last walk found the server leaving dot names out of its listings
+    /// (nginx): a walk there is not compared with the rows folder by folder.
+    let listingsHideDotNames = Mutex(false)
     /// At most this many entries of a walk that may find the remote unchanged are kept, in
     /// case it does not: a larger domain's is not kept (flat memory), and a remote that
     /// changed is walked again for the comparison. A store that lists at once (one PROPFIND)

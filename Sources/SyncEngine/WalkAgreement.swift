@@ -21,8 +21,9 @@ struct WalkAgreement {
     let ignores: (RemotePath) -> Bool
     /// Why the walk does not agree (for the log); nil while it does.
     private(set) var disagreement: String?
-    /// True when an entry's version was weak (Apache in the second after a change): the
-    /// same listing will not come again, so it is not worth keeping.
+    /// True when a version listed was weak (Apache in the second after a change; a bundle
+    /// member's, an excluded file's too): the same listing will not come again, so it is not
+    /// worth keeping.
     private(set) var sawWeakVersion = false
     private var folders: [RemotePath: ItemIdentifier] = [.root: .root]
     private var compared: Set<RemotePath> = []
@@ -41,6 +42,7 @@ struct WalkAgreement {
         guard disagreement == nil, !entries.isEmpty else { return }
         var groups: [RemotePath: [RemoteEntry]] = [:]
         for entry in entries {
+            if entry.etag?.isWeak == true { sawWeakVersion = true }
             if entry.path.components.contains(where: { $0.hasPrefix(BundleManifest.scratchPrefix) }) {
                 // The engine's temporaries are no items; a bundle's old version set aside
                 // means another client is between the two moves of a swap.
@@ -121,7 +123,6 @@ struct WalkAgreement {
         guard entry.kind == row.kind, let listed = entry.etag, let known = row.remoteETag, listed.sameValue(as: known) else {
             return false
         }
-        if listed.isWeak { sawWeakVersion = true }
         return row.kind != .symlink || entry.symlinkTarget == row.symlinkTarget
     }
 

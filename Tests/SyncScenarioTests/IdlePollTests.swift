@@ -113,6 +113,102 @@ struct IdlePollTests {
         #expect(try database.itemCount() == total - 1)
     }
 
+    /// A change on the server the first poll after a save meets: the rows moved (the save's
+    /// upload), so that poll's walk is compared with them folder by folder, and what changed
+    /// there must make it compare every row and sync it, never pass for agreeing.
+    enum ServerChange: String, CaseIterable, CustomTestStringConvertible {
+        case newFile, newFolder, lastFileDeleted, bundleMemberEdited, fileBecameFolder, symlinkRetargeted
+        case bundleSwapLeftover, excludedBackupAppeared
+        var testDescription: String { rawValue }
+
+        /// Makes the change in the local-directory store `remote`; returns what the poll
+        /// reads, and checks `local` afterwards.
+        func make(in remote: String) throws -> (reads: Reads, steps: Int, check: (String) -> Bool) {
+            switch self {
+            case .newFile:
+                try writeFile(remote + "/a/new.txt", "new")
+                return (.whole, 1, { readFile($0 + "/a/new.txt") == "new" })
+            case .newFolder:
+                try writeFile(remote + "/fresh/inner.txt", "inner")
+                return (.whole, 2, { readFile($0 + "/fresh/inner.txt") == "inner" })
+            case .lastFileDeleted:  // its folder, now empty, is never handed over: the rows' count tells
+                #expect(unlink(remote + "/b/only.txt") == 0)
+                return (.whole, 1, { readFile($0 + "/b/only.txt") == nil })
+            case .bundleMemberEdited:
+                try writeFile(remote + "/c/Notes.rtfd/res/img.png", "PIXELS")
+                return (.whole, 1, { readFile($0 + "/c/Notes.rtfd/res/img.png") == "PIXELS" })
+            case .fileBecameFolder:
+                #expect(unlink(remote + "/d/file.txt") == 0)
+                try writeFile(remote + "/d/file.txt/x.txt", "x")
+                return (.whole, 3, { readFile($0 + "/d/file.txt/x.txt") == "x" })
+            case .symlinkRetargeted:
+                #expect(unlink(remote + "/e/link") == 0 && symlink("two.txt", remote + "/e/link") == 0)
+                return (.whole, 1, { (try? FileManager.default.destinationOfSymbolicLink(atPath: $0 + "/e/link")) == "two.txt" })
+            case .bundleSwapLeftover:  // another client between the two moves of a swap: taken as unchanged
+                try writeFile(remote + "/c/\(BundleManifest.scratchPrefix)bundle-1234\(BundleManifest.asideSuffix)/TXT.rtf", "old")
+                return (.whole, 0, { readFile($0 + "/c/Notes.rtfd/TXT.rtf") == "rich text" })
+            case .excludedBackupAppeared:  // never synced: the walk still agrees
+                try writeFile(remote + "/a/one.txt~", "backup")
+                return (.byFolder, 0, { readFile($0 + "/a/one.txt~") == nil })
+            }
+        }
+    }
+
+    @Test("after a save, a change on the server is compared with every row and synced", arguments: ServerChange.allCases)
+    func serverChangeAfterSave(_ change: ServerChange) async throws {
+        let scratch = temporaryPath("tidesync-poll-after-save-")
+        defer { removeTree(scratch) }
+        let (local, remote) = (scratch + "/local", scratch + "/remote")
+        try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
+        for (name, text) in [("a/one.txt", "one"), ("b/only.txt", "only"), ("c/Notes.rtfd/TXT.rtf", "rich text"),
+                             ("c/Notes.rtfd/res/img.png", "pixels"), ("d/file.txt", "file"), ("e/two.txt", "two"), ("top.txt", "top")] {
+            try writeFile(local + "/" + name, text)
+        }
+        #expect(symlink("one.txt", local + "/e/link") == 0)
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let (pass, _, state) = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
+        let poll = PassScope.watched(SettledChanges(), remote: true)
+        #expect(try await pass.run().report.succeeded == 12)
+        #expect(try await pass.run(poll).steps == 0)
+
+        try writeFile(local + "/top.txt", "saved")
+        let saved = try await pass.run(.watched(SettledChanges(paths: [RemotePath(string: "top.txt"): false]), remote: false))
+        #expect(saved.report.succeeded == 1 && readFile(remote + "/top.txt") == "saved")
+        let (reads, steps, check) = try change.make(in: remote)
+        state.reset()
+        let result = try await pass.run(poll)
+        #expect(result.report.failed.isEmpty, "\(result.report.failed)")
+        #expect(result.steps == steps, "\(result.steps) steps")
+        #expect(state.wholeReads == (reads == .whole ? 1 : 0), "\(state.wholeReads) whole reads")
+        #expect(check(local), "the local side has the server's change: \(result.report)")
+    }
+
+    /// The same kind flip made here: a file replaced by a folder of its name, and a folder
+    /// by a file. The deletion on the server and the item made in its place are one pass
+    /// (the steps waited for each other, and nothing ran, pass after pass).
+    @Test("a file replaced by a folder of its name, and a folder by a file, sync in one pass each way")
+    func kindFlips() async throws {
+        let scratch = temporaryPath("tidesync-kind-flip-")
+        defer { removeTree(scratch) }
+        let (local, remote) = (scratch + "/local", scratch + "/remote")
+        try FileManager.default.createDirectory(atPath: remote, withIntermediateDirectories: true)
+        try writeFile(local + "/d/file.txt", "file")
+        try writeFile(local + "/e/folder/inner.txt", "inner")
+        let database = try StateDatabase(path: scratch + "/state.sqlite")
+        defer { try? database.close() }
+        let (pass, _, _) = ScopedPassTests.countedPass(local: local, remote: remote, database: database)
+        #expect(try await pass.run().report.succeeded == 5)
+        #expect(unlink(local + "/d/file.txt") == 0)
+        try writeFile(local + "/d/file.txt/x.txt", "x")
+        removeTree(local + "/e/folder")
+        try writeFile(local + "/e/folder", "now a file")
+        let flipped = try await pass.run()
+        #expect(flipped.report.failed.isEmpty && flipped.report.skipped == 0, "\(flipped.report)")
+        #expect(readFile(remote + "/d/file.txt/x.txt") == "x" && readFile(remote + "/e/folder") == "now a file")
+        #expect(try await pass.run().steps == 0)
+    }
+
     /// What a poll reads: no row (its walk listed what the last agreeing one did), each row
     /// once, folder by folder, or every row at once (the whole comparison).
     enum Reads { case none, byFolder, whole }
