@@ -185,7 +185,8 @@ struct IdlePollTests {
         // the daemon's follow-up does at once.
         try await eventually("the local side has the server's change: \(result.report)") {
             if check(local) { return true }
-            #expect(try await pass.run(poll).report.failed.isEmpty)
+            let next = try await pass.run(poll)
+            #expect(next.report.failed.isEmpty, "\(next.report.failed)")
             return check(local)
         }
     }
