@@ -233,7 +233,8 @@ public struct DomainLoop: Sendable {
         }
         round.fullScan = changes.fullScan
         round.firstSeen = firstSeen
-        if !round.full, round.remoteDue, !changes.fullScan, !changes.isEmpty {
+        // (A change of the whole root reads every row anyway: one pass.)
+        if !round.full, round.remoteDue, !changes.fullScan, !changes.isEmpty, changes.paths[.root] != true {
             round.remoteDue = false
             pollOwed = true
         }
@@ -258,9 +259,13 @@ public struct DomainLoop: Sendable {
             nextRescan = now + timing.rescanInterval
         }
         if round.full || round.remoteDue || round.fullScan { nextRemote = now + timing.pollInterval }
+        // Only a full pass looked at everything a follow-up is for: a pass over some paths,
+        // or a poll, leaves an earlier pass's follow-up (a failed upload's retry) standing.
+        let whole = round.full || round.fullScan
         if outcome.steps > 0 && !outcome.complete {
-            followUp = followUpTime(after: outcome)
-        } else {
+            let time = followUpTime(after: outcome)
+            followUp = whole ? time : min(followUp ?? time, time)
+        } else if whole {
             followUp = nil
             resolving = 0
         }

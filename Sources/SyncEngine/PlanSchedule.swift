@@ -7,7 +7,7 @@
 ///   takes vacated, the item it reads moved into place, …);
 /// - the step that first records a row at the nearest folder above its path (the state DB
 ///   needs a parent row before a child row, also where no transfer is involved);
-/// - for a deletion, every non-deletion before it in the plan (deletions come last) —
+/// - for a deletion, every non-deletion of the plan (deletions come last) —
 ///   unless a non-deletion waits for it (a file replaced by a folder of its name: the
 ///   folder is made where the file was deleted), which would wait forever.
 ///
@@ -19,7 +19,6 @@ public struct PlanSchedule: Sendable {
     public let plan: [SyncAction]
     private var waitingOn: [Int]
     private var dependents: [[Int]]
-    private var deletionBarrier: [Int]
     private var unfinishedNonDeletions: Int
     private var ready: [Int] = []
     private var readyCursor = 0
@@ -40,7 +39,6 @@ public struct PlanSchedule: Sendable {
                 if plan[p].isDeletion && !plan[index].isDeletion { vacating.insert(p) }
             }
         }
-        deletionBarrier = []
         unfinishedNonDeletions = plan.filter { !$0.isDeletion }.count
         outcomes = [Outcome?](repeating: nil, count: plan.count)
         for index in plan.indices where waitingOn[index] == 0 { makeReady(index) }

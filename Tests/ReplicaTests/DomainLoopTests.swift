@@ -280,6 +280,15 @@ struct DomainLoopTests {
             Round(ms: 62_500, steps: idle + [watched([p("b"): false])]),
             Round(ms: 62_600, steps: idle + [.wait(until: at(121_500))]),
         ]),
+        Rule(name: "the poll after a pass over settled paths leaves that pass's follow-up standing", rounds: [
+            start,
+            Round(ms: 59_000, events: [.changed(p("a"))], steps: idle + [.wait(until: at(60_000))]),
+            // The upload failed (a server error, retried later): a follow-up in a minute.
+            Round(ms: 60_000, passes: [.finished(.init(steps: 1, complete: false))], steps: idle + [watched([p("a"): false])]),
+            Round(ms: 60_001, steps: [watched([:], remote: true)]),
+            Round(ms: 60_002, steps: idle + [.wait(until: at(120_000))]),
+            Round(ms: 120_000, steps: [.collect(everything: true), .pass(.full)]),
+        ]),
         Rule(name: "a poll owed is walked by a full pass that comes first", rounds: [
             start,
             Round(ms: 59_000, events: [.changed(p("a"))], steps: idle + [.wait(until: at(60_000))]),
