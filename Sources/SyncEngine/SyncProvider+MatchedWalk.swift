@@ -29,8 +29,10 @@ extension SyncProvider {
     public func walkMatching(context: String, ignores: @escaping @Sendable (RemotePath) -> Bool = { _ in false },
                              disagreed: (@Sendable () -> Void)? = nil) async throws(ProviderError)
         -> (listing: WalkedListing?, unchanged: Bool) {
-        let known = rowsUnchangedSinceMatchedWalk() ? lastMatchedWalk() : nil
+        // The rows' version is read once: the kept walk counts only while it is theirs, and
+        // whatever is compared below is compared with the rows of this version.
         let generation = state.itemsGeneration()
+        let known = generation.flatMap { now in lastMatchedWalk().flatMap { $0.generation == now ? $0 : nil } }
         let agreeing = { WalkAgreement(state: self.state, bundles: self.bundles, ignores: ignores) }
         // A server that leaves dot names out of its listings (nginx) is never compared
         // folder by folder: its listings are completed by name first.
@@ -62,8 +64,8 @@ extension SyncProvider {
         if let known, comparable {
             // The rows are looked at again: one written during the walk (hydration, another
             // process) must be compared.
-            unchanged = digest.hex == known.digest && rowsUnchangedSinceMatchedWalk()
-            if !unchanged, let listing = kept, generation != nil {
+            unchanged = digest.hex == known.digest && state.itemsGeneration() == generation
+            if !unchanged, let listing = kept {
                 agreement = agreeing()
                 agreement?.add(listing.entries)
             }

@@ -119,7 +119,7 @@ struct WalkAgreement {
     }
 
     /// True when `entry` is the version `row` records, of its kind (and target).
-    private mutating func agrees(_ entry: RemoteEntry, with row: ItemRecord) -> Bool {
+    private func agrees(_ entry: RemoteEntry, with row: ItemRecord) -> Bool {
         guard entry.kind == row.kind, let listed = entry.etag, let known = row.remoteETag, listed.sameValue(as: known) else {
             return false
         }
