@@ -1,5 +1,4 @@
 import Foundation
-import FoundationXML
 import SyncEngine
 
 /// One `<d:response>` of a 207 Multi-Status answer, with the properties of its
@@ -20,97 +19,25 @@ struct MultistatusResponse: Sendable {
     var described = false
 }
 
-/// Parses PROPFIND answers. FoundationXML's `XMLParser.parse()` returns true for some
-/// broken documents on Linux, so errors are collected from the delegate and an empty
-/// body or a missing `multistatus` root is an error too.
-final class MultistatusParser: NSObject, XMLParserDelegate {
+/// Parses PROPFIND answers (with `MultistatusReader`). An empty body, a broken document,
+/// an entry the server could not describe and a missing `multistatus` root are errors,
+/// never an empty listing.
+enum MultistatusParser {
     static let ownCloudNamespace = "http://owncloud.org/ns"
     static let tidesyncNamespace = "https://tidesync.org/ns/1"
     static let nextcloudNamespace = "http://nextcloud.org/ns"
-
-    private(set) var responses: [MultistatusResponse] = []
-    private var current: MultistatusResponse?
-    private var pending = MultistatusResponse(href: "")
-    private var propstatOK = false
-    private var text = ""
-    private var path: [Tag] = []
-    private var sawRoot = false
-    private var failure: String?
 
     /// The responses in `data`; throws `cannotSynchronize` naming what is wrong.
     static func parse(_ data: Data) throws(ProviderError) -> [MultistatusResponse] {
         guard !data.isEmpty else {
             throw ProviderError(.cannotSynchronize, "the server sent an empty PROPFIND answer")
         }
-        let delegate = MultistatusParser()
-        let parser = XMLParser(data: data)
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = delegate
-        let ok = parser.parse()
-        if !ok || parser.parserError != nil || delegate.failure != nil || !delegate.sawRoot {
-            let reason = delegate.failure ?? parser.parserError.map { "\($0.localizedDescription)" }
-                ?? "no multistatus element"
-            throw ProviderError(.cannotSynchronize, "the server sent a malformed PROPFIND answer",
-                                underlying: "\(reason) at line \(parser.lineNumber)")
-        }
-        return delegate.responses
-    }
-
-    /// The elements the parser looks at, by namespace and local name; any other is `other`.
-    /// (A listing has ten elements per entry: naming them without building a string each
-    /// keeps a 100 000-entry walk's parse to the XML's own cost.)
-    enum Tag: Equatable {
-        case multistatus, response, propstat, prop, status, href, resourcetype, collection
-        case contentLength, etag, lastModified, fileID, symlinkTarget, checksums, checksum, hasPreview, other
-
-        init(_ name: String, namespace: String?) {
-            switch namespace {
-            case "DAV:":
-                switch name {
-                case "multistatus": self = .multistatus
-                case "response": self = .response
-                case "propstat": self = .propstat
-                case "prop": self = .prop
-                case "status": self = .status
-                case "href": self = .href
-                case "resourcetype": self = .resourcetype
-                case "collection": self = .collection
-                case "getcontentlength": self = .contentLength
-                case "getetag": self = .etag
-                case "getlastmodified": self = .lastModified
-                default: self = .other
-                }
-            case MultistatusParser.ownCloudNamespace:
-                switch name {
-                case "fileid": self = .fileID
-                case "checksums": self = .checksums
-                case "checksum": self = .checksum
-                default: self = .other
-                }
-            case MultistatusParser.tidesyncNamespace:
-                self = name == "symlink-target" ? .symlinkTarget : .other
-            case MultistatusParser.nextcloudNamespace:
-                self = name == "has-preview" ? .hasPreview : .other
-            default: self = .other
-            }
-        }
-    }
-
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
-                qualifiedName: String?, attributes: [String: String] = [:]) {
-        let tag = Tag(name, namespace: namespaceURI)
-        path.append(tag)
-        text = ""
-        switch tag {
-        case .multistatus: sawRoot = true
-        case .response: current = MultistatusResponse(href: "")
-        case .propstat:
-            pending = MultistatusResponse(href: "")
-            propstatOK = false
-        case .collection where path.dropLast().last == .resourcetype:
-            pending.isCollection = true
-        default: break
+        var reader = MultistatusReader()
+        data.withUnsafeBytes { reader.feed($0) }
+        switch reader.finish() {
+        case .responses(let responses): return responses
+        case .failed(let reason):
+            throw ProviderError(.cannotSynchronize, "the server sent a malformed PROPFIND answer", underlying: reason)
         }
     }
 
@@ -127,16 +54,89 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         if start == bytes.startIndex, bytes.index(after: end) == bytes.endIndex { return text }
         return String(text[start...end])
     }
+}
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+/// The elements a PROPFIND answer is read for, by namespace and local name; any other is
+/// `other`. (A listing has ten elements per entry: naming them without building a string
+/// each keeps a 100 000-entry walk's parse to the bytes' own cost.)
+enum MultistatusTag: Equatable {
+    case multistatus, response, propstat, prop, status, href, resourcetype, collection
+    case contentLength, etag, lastModified, fileID, symlinkTarget, checksums, checksum, hasPreview, other
 
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-        let tag = path.removeLast()
-        let value = Self.trimmed(text)
-        let inProp = path.last == .prop
+    /// Whether the element's text is read (the others' is skipped).
+    var holdsValue: Bool {
+        switch self {
+        case .href, .status, .contentLength, .etag, .lastModified, .fileID, .symlinkTarget, .checksum, .hasPreview: true
+        default: false
+        }
+    }
+
+    init(local name: UnsafeRawBufferPointer, namespace: MultistatusNamespace) {
+        let candidates: [(StaticString, MultistatusTag)] = switch namespace {
+        case .dav: Self.davNames
+        case .ownCloud: Self.ownCloudNames
+        case .tidesync: Self.tidesyncNames
+        case .nextcloud: Self.nextcloudNames
+        case .other: []
+        }
+        self = .other
+        for (candidate, tag) in candidates where candidate.utf8CodeUnitCount == name.count
+            && memcmp(candidate.utf8Start, name.baseAddress!, name.count) == 0 {
+            self = tag
+            return
+        }
+    }
+
+    // Most frequent first: ten elements per entry, checked for every element of a listing.
+    private static let davNames: [(StaticString, MultistatusTag)] = [
+        ("prop", .prop), ("propstat", .propstat), ("status", .status), ("response", .response), ("href", .href),
+        ("resourcetype", .resourcetype), ("getetag", .etag), ("getcontentlength", .contentLength),
+        ("getlastmodified", .lastModified), ("collection", .collection), ("multistatus", .multistatus),
+    ]
+    private static let ownCloudNames: [(StaticString, MultistatusTag)] = [
+        ("fileid", .fileID), ("checksums", .checksums), ("checksum", .checksum),
+    ]
+    private static let tidesyncNames: [(StaticString, MultistatusTag)] = [("symlink-target", .symlinkTarget)]
+    private static let nextcloudNames: [(StaticString, MultistatusTag)] = [("has-preview", .hasPreview)]
+}
+
+/// The namespaces whose elements a PROPFIND answer is read for.
+enum MultistatusNamespace {
+    case dav, ownCloud, tidesync, nextcloud, other
+}
+
+/// Turns the elements of a PROPFIND answer, as a parser meets them, into responses. The
+/// parser says where each element starts and ends, with the element it is in (`parent`)
+/// and, at the end, the text it held (whole: the caller trims).
+struct MultistatusAssembly {
+    private(set) var responses: [MultistatusResponse] = []
+    private(set) var failure: String?
+    private(set) var sawRoot = false
+    private var current: MultistatusResponse?
+    private var pending = MultistatusResponse(href: "")
+    private var propstatOK = false
+
+    mutating func start(_ tag: MultistatusTag, parent: MultistatusTag?) {
         switch tag {
-        case .href where path.last == .response: current?.href = value
-        case .status where path.last == .propstat:
+        case .multistatus: sawRoot = true
+        case .response: current = MultistatusResponse(href: "")
+        case .propstat:
+            pending = MultistatusResponse(href: "")
+            propstatOK = false
+        case .collection where parent == .resourcetype:
+            pending.isCollection = true
+        default: break
+        }
+    }
+
+    /// `text` is the element's text as it stands; values are read without the whitespace
+    /// around them (`MultistatusParser.trimmed`), a symlink target as it is.
+    mutating func end(_ tag: MultistatusTag, parent: MultistatusTag?, text: String) {
+        let value = tag.holdsValue ? MultistatusParser.trimmed(text) : ""
+        let inProp = parent == .prop
+        switch tag {
+        case .href where parent == .response: current?.href = value
+        case .status where parent == .propstat:
             propstatOK = value.split(separator: " ").dropFirst().first == "200"
         case .contentLength where inProp: pending.contentLength = Int64(value)
         case .etag where inProp: pending.etag = value
@@ -144,31 +144,38 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         case .fileID where inProp: pending.fileID = value
         case .hasPreview where inProp: pending.hasPreview = value == "true" || value == "1"
         case .symlinkTarget where inProp: pending.symlinkTarget = text
-        case .checksum where path.last == .checksums && !value.isEmpty:
+        case .checksum where parent == .checksums && !value.isEmpty:
             pending.checksums = pending.checksums.map { $0 + " " + value } ?? value
         case .propstat: mergePropstat()
-        case .status where path.last == .response:
-            failure = failure ?? "the server reported \(value) for \(current?.href ?? "an entry")"
-        case .response:
-            if let current {
-                // An entry the server could not describe (403 on a subfolder, say) must
-                // fail the listing: dropping it, or taking it for an empty file, would
-                // read as a deletion.
-                if current.href.isEmpty || !current.described {
-                    failure = failure ?? "the server gave no properties for \(current.href.isEmpty ? "an entry" : current.href)"
-                } else if !current.isCollection, current.contentLength == nil {
-                    failure = failure ?? "the server gave no size for \(current.href)"
-                } else {
-                    responses.append(current)
-                }
-            }
-            current = nil
+        case .status where parent == .response:
+            fail("the server reported \(value) for \(current?.href ?? "an entry")")
+        case .response: endResponse()
         default: break
         }
-        text = ""
     }
 
-    private func mergePropstat() {
+    /// Records the first thing found wrong.
+    mutating func fail(_ reason: String) {
+        failure = failure ?? reason
+    }
+
+    private mutating func endResponse() {
+        if let current {
+            // An entry the server could not describe (403 on a subfolder, say) must fail
+            // the listing: dropping it, or taking it for an empty file, would read as a
+            // deletion.
+            if current.href.isEmpty || !current.described {
+                fail("the server gave no properties for \(current.href.isEmpty ? "an entry" : current.href)")
+            } else if !current.isCollection, current.contentLength == nil {
+                fail("the server gave no size for \(current.href)")
+            } else {
+                responses.append(current)
+            }
+        }
+        current = nil
+    }
+
+    private mutating func mergePropstat() {
         guard propstatOK, current != nil else { return }
         current!.described = true
         if pending.isCollection { current!.isCollection = true }
@@ -179,9 +186,5 @@ final class MultistatusParser: NSObject, XMLParserDelegate {
         current!.symlinkTarget = pending.symlinkTarget ?? current!.symlinkTarget
         current!.checksums = pending.checksums ?? current!.checksums
         current!.hasPreview = pending.hasPreview ?? current!.hasPreview
-    }
-
-    func parser(_ parser: XMLParser, parseErrorOccurred parseError: Error) {
-        failure = failure ?? "XML error \((parseError as NSError).code)"
     }
 }
