@@ -51,12 +51,7 @@ extension WebDAVStore {
     /// `If-Match` and has no working locks, and what the probe met when it could not finish
     /// (unreachable, wrong password): then the next call probes again.
     func writeGuard() async throws(ProviderError) -> WriteGuard {
-        let task = guardProbe.withLock { state in
-            if let state { return state }
-            let task = Task { await self.probeWriteGuard() }
-            state = task
-            return task
-        }
+        let task = startWriteGuard()
         switch await task.value {
         case .success(.unsafe(let reason)):
             throw ProviderError(.cannotSynchronize, reason)
@@ -65,6 +60,17 @@ extension WebDAVStore {
         case .failure(let error):
             guardProbe.withLock { if $0 == task { $0 = nil } }
             throw error
+        }
+    }
+
+    /// Starts the probe unless it runs or ran; returns its task.
+    @discardableResult
+    func startWriteGuard() -> Task<Result<WriteGuard, ProviderError>, Never> {
+        guardProbe.withLock { state in
+            if let state { return state }
+            let task = Task { await self.probeWriteGuard() }
+            state = task
+            return task
         }
     }
 

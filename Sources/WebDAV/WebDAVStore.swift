@@ -214,14 +214,19 @@ public final class WebDAVStore: RemoteStore {
 
     /// One `Depth: infinity` answer is handed over at once; a walk folder by folder hands
     /// each folder's entries over as they come, in the same order every time.
+    /// The first walk after a start asks its `Depth: infinity` PROPFIND while the write
+    /// guard's probe runs (most of a `run --once` with nothing changed was the two one after
+    /// the other); nothing is swept or handed over before the probe's verdict.
     public func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
-        _ = try await writeGuard()
+        startWriteGuard()
         var listing: RemoteListing
         if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
+            _ = try await writeGuard()
             await sweepLostTemporaries(in: entries)
             visit(entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
             listing = RemoteListing(entries: [])
         } else {
+            _ = try await writeGuard()
             listing = try await walk(path, visit: visit)
         }
         listing.hidesDotNames = !listsDotNames.withLock { $0 }
