@@ -31,6 +31,9 @@ public struct ContentDigest: Sendable {
         hasher.update(bytes)
     }
 
+    /// The digest's bytes.
+    public func bytes() -> [UInt8] { hasher.finish() }
+
     /// The digest in lowercase hex.
     public func hex() -> String {
         let digits = Array("0123456789abcdef".utf8)

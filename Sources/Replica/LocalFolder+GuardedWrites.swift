@@ -238,12 +238,17 @@ extension LocalFolder {
         _ = utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW)
     }
 
-    /// fsyncs the folder holding `path`, so a rename into it survives a power loss.
+    /// fsyncs the folder holding `path`, so a rename into it survives a power loss. Callers
+    /// at the same time share one fsync that began after they called (`FolderSyncs`).
     func syncFolder(of path: String) {
         let folder = (path as NSString).deletingLastPathComponent
-        let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
+        Self.folderSyncs.sync(folder) {
+            let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            fsync(fd)
+            close(fd)
+        }
     }
+
+    static let folderSyncs = FolderSyncs()
 }

@@ -57,8 +57,7 @@ public struct LocalFolder: Sendable {
     public func partURL(beside path: RemotePath, version: ETag) -> URL {
         var digest = ContentDigest(.sha256)
         digest.update(Array("tidesync-part\u{0}\(path.name)\u{0}\(version.value)".utf8))
-        let hex = Array(digest.hex().utf8)
-        var bytes = (0..<16).map { UInt8(String(decoding: hex[2 * $0 ..< 2 * $0 + 2], as: UTF8.self), radix: 16) ?? 0 }
+        var bytes = digest.bytes()
         bytes[6] = bytes[6] & 0x0F | 0x50
         bytes[8] = bytes[8] & 0x3F | 0x80
         let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],

@@ -29,6 +29,7 @@ extension PlanRunner {
     /// Removes the resumable parts among `parts` (absolute paths the scan found) that no
     /// step of `plan` resumes: the version changed, the file went, or it was synced.
     func sweepParts(_ parts: [String], plan: [SyncAction], remote: [RemotePath: RemoteEntry]) {
+        guard !parts.isEmpty else { return }  // most passes: no part to look for in a large plan
         let wanted = Set(plan.compactMap { temporaryURL(for: $0, remote: remote)?.path })
         for part in parts where !wanted.contains(part) {
             logger.info("removing the download part \(part): no download resumes it")

@@ -20,6 +20,16 @@ extension StateDatabase {
         }
     }
 
+    public func item(_ id: ItemIdentifier?, andChildOf parent: ItemIdentifier,
+                     named name: String) throws(ProviderError) -> (byID: ItemRecord?, child: ItemRecord?) {
+        try read("read item \(id?.rawValue ?? "-") and the item named \"\(name)\" in folder \(parent)") { db in
+            let byID = try id.flatMap { id in
+                try Self.fetchItems(db, sql: "SELECT \(ItemColumn.selection) FROM item WHERE id = ?", arguments: [id.rawValue]).first
+            }
+            return (byID, try Self.child(of: parent, named: name, in: db))
+        }
+    }
+
     /// The children of `parent`, in byte order of their names.
     public func children(of parent: ItemIdentifier) throws(ProviderError) -> [ItemRecord] {
         try read("list the children of item \(parent)") { db in

@@ -13,6 +13,10 @@ public protocol StateStore: Sendable {
     func item(_ id: ItemIdentifier) throws(ProviderError) -> ItemRecord?
     /// The child of `parent` named exactly `name` (byte-exact).
     func item(parent: ItemIdentifier, name: String) throws(ProviderError) -> ItemRecord?
+    /// The item `id` (when given) and the child of `parent` named `name`, read together:
+    /// what recording an item at a path looks for (one read where two were).
+    func item(_ id: ItemIdentifier?, andChildOf parent: ItemIdentifier,
+              named name: String) throws(ProviderError) -> (byID: ItemRecord?, child: ItemRecord?)
     func children(of parent: ItemIdentifier) throws(ProviderError) -> [ItemRecord]
     /// Every item, parents before children.
     func allItems() throws(ProviderError) -> [ItemRecord]
@@ -65,6 +69,11 @@ public protocol StateStore: Sendable {
 extension StateStore {
     /// Counts `allItems()`; a database counts without reading the rows.
     public func itemCount() throws(ProviderError) -> Int { try allItems().count }
+
+    public func item(_ id: ItemIdentifier?, andChildOf parent: ItemIdentifier,
+                     named name: String) throws(ProviderError) -> (byID: ItemRecord?, child: ItemRecord?) {
+        (try id.flatMap { id throws(ProviderError) in try item(id) }, try item(parent: parent, name: name))
+    }
 
     /// Cannot tell: every walk is compared with the rows.
     public func itemsGeneration() -> Int64? { nil }

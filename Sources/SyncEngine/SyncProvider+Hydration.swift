@@ -25,12 +25,16 @@ public struct RecordedPlaceholder: Sendable, Equatable {
 extension SyncProvider {
     /// The identifier a download at `path` is recorded under: the one `record(at:…)` will
     /// choose (`item`'s row, else the row of that kind at `path`, else `fresh`).
-    public func identifierForDownload(at path: RemotePath, item: ItemIdentifier?, fresh: ItemIdentifier) throws(ProviderError) -> ItemIdentifier {
-        if let item, try state.item(item) != nil { return item }
-        if let parent = try itemID(at: path.parent), let there = try state.item(parent: parent, name: path.name), there.kind == .file {
-            return there.id
+    public func identifierForDownload(at path: RemotePath, item: ItemIdentifier?,
+                                      fresh: @autoclosure () -> ItemIdentifier) throws(ProviderError) -> ItemIdentifier {
+        guard let parent = try itemID(at: path.parent) else {
+            if let item, try state.item(item) != nil { return item }
+            return item ?? fresh()
         }
-        return item ?? fresh
+        let found = try state.item(item, andChildOf: parent, named: path.name)
+        if let byID = found.byID { return byID.id }
+        if let there = found.child, there.kind == .file { return there.id }
+        return item ?? fresh()
     }
 
     /// Records that `present` of version `version` of the file `id` is on disk (fsynced),

@@ -113,10 +113,8 @@ public final class SyncProvider: Sendable {
                        local: LocalStat?, symlinkTarget: String? = nil, bundleMembers: [BundleMember]? = nil,
                        materialization: Materialization = .materialized, operation: Int64?) throws(ProviderError) -> ItemRecord {
         let parent = try requireParent(of: path)
-        var existing = try item.flatMap { id throws(ProviderError) in try state.item(id) }
-        if existing == nil, let there = try state.item(parent: parent, name: path.name), there.kind == kind {
-            existing = there
-        }
+        let found = try state.item(item, andChildOf: parent, named: path.name)
+        let existing = found.byID ?? found.child.flatMap { $0.kind == kind ? $0 : nil }
         let id = existing?.id ?? item ?? ItemIdentifier(UUID().uuidString)
         let record = ItemRecord(id: id, parentID: parent, name: path.name, kind: kind,
                                 size: kind == .folder ? 0 : remote?.size ?? local?.size ?? 0,
