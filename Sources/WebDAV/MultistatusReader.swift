@@ -30,12 +30,14 @@ struct MultistatusReader {
         var namespace: MultistatusNamespace
     }
 
-    /// An element not yet ended: its qualified name (bytes in `names`), its tag, and how many
-    /// bindings were in force before it.
+    /// An element not yet ended: its qualified name (bytes in `names`, after the prefixes it
+    /// declares), its tag, and how many bindings were in force before it.
     private struct Open {
         var name: Range<Int>
         var tag: MultistatusTag
         var bindings: Int
+        /// Where its bytes in `names` begin (its declarations' prefixes, then its name).
+        var names: Int
     }
 
     private var assembly = MultistatusAssembly()
@@ -49,6 +51,10 @@ struct MultistatusReader {
     private var carry: [UInt8] = []
     /// Bytes read before the piece being read (for the offset in a failure).
     private var offset = 0
+    /// Where the token being read begins in the piece being read.
+    private var token = 0
+    /// The first of the bindings the start tag being read declares.
+    private var declaring = 0
     private var rootEnded = false
     private var sawRoot = false
     private var atStart = true
@@ -80,7 +86,7 @@ struct MultistatusReader {
             if used < buffer.count { fail("the answer ends inside a tag or a reference") }
         }
         if failure == nil, let last = open.last {
-            fail("the answer ends inside <\(String(decoding: names[last.name], as: UTF8.self))>")
+            fail("the answer ends inside <\(String(decoding: names[last.name].prefix(64), as: UTF8.self))>")
         }
         if failure == nil, !sawRoot { fail("no multistatus element") }
         if let failure = failure ?? assembly.failure { return .failed(failure) }
@@ -101,6 +107,7 @@ struct MultistatusReader {
         }
         while at < bytes.count, failure == nil {
             let used: Int?
+            token = at
             if bytes[at] == UInt8(ascii: "<") {
                 used = markup(bytes, from: at, final: final)
             } else {
@@ -147,7 +154,9 @@ struct MultistatusReader {
         if Self.starts(rest, "<![CDATA[") {
             guard !open.isEmpty else { fail("a CDATA section outside the root element"); return nil }
             guard let end = Self.find("]]>", in: bytes, from: start + 9) else { return cutOff(final) }
-            if open.last!.tag.holdsValue { text.append(contentsOf: bytes[(start + 9)..<end]) }
+            let content = bytes[(start + 9)..<end]
+            if let control = content.first(where: { $0 < 0x20 && !Self.isSpace($0) }) { fail("a control character (\(control))"); return nil }
+            if open.last!.tag.holdsValue { text.append(contentsOf: content) }
             return end + 3
         }
         if rest.count < 9, Self.starts("<![CDATA[", rest) || Self.starts("<!--", rest) { return cutOff(final) }
@@ -250,7 +259,7 @@ struct MultistatusReader {
     }
 
     private mutating func fail(_ reason: String) {
-        if failure == nil { failure = "\(reason) at byte \(offset)" }
+        if failure == nil { failure = "\(reason) at byte \(offset + token)" }
     }
 
     // MARK: - Elements
@@ -264,7 +273,9 @@ struct MultistatusReader {
         while at < body.count, !Self.isSpace(body[at]) { at += 1 }
         let qualified = UnsafeRawBufferPointer(rebasing: body[..<at])
         guard Self.isName(qualified) else { fail("a tag without a proper name"); return }
-        let before = bindings.count
+        guard qualified.count <= 1024 else { fail("an element name of \(qualified.count) bytes"); return }
+        let before = bindings.count, namesBefore = names.count
+        declaring = before
         guard declareNamespaces(UnsafeRawBufferPointer(rebasing: body[at...])),
               let tag = resolve(qualified) else { return }
         if open.isEmpty {
@@ -274,7 +285,7 @@ struct MultistatusReader {
         assembly.start(tag, parent: open.last?.tag)
         let nameStart = names.count
         names.append(contentsOf: qualified)
-        open.append(Open(name: nameStart..<names.count, tag: tag, bindings: before))
+        open.append(Open(name: nameStart..<names.count, tag: tag, bindings: before, names: namesBefore))
         text.removeAll(keepingCapacity: true)
         if empty { close() }
     }
@@ -285,7 +296,7 @@ struct MultistatusReader {
         while count > 0, Self.isSpace(content[count - 1]) { count -= 1 }
         guard let last = open.last else { fail("an end tag with no element to end"); return }
         guard names[last.name].elementsEqual(content[..<count]) else {
-            fail("</\(String(decoding: content[..<count], as: UTF8.self))> where </\(String(decoding: names[last.name], as: UTF8.self))> belongs")
+            fail("</\(String(decoding: content[..<min(count, 64)], as: UTF8.self))> where </\(String(decoding: names[last.name].prefix(64), as: UTF8.self))> belongs")
             return
         }
         close()
@@ -304,7 +315,7 @@ struct MultistatusReader {
         }
         assembly.end(element.tag, parent: open.last?.tag, text: value)
         text.removeAll(keepingCapacity: true)
-        names.removeSubrange(element.name.lowerBound...)
+        names.removeSubrange(element.names...)
         bindings.removeSubrange(element.bindings...)
         if open.isEmpty { rootEnded = true }
     }
@@ -340,8 +351,8 @@ struct MultistatusReader {
                 guard bind(prefix: UnsafeRawBufferPointer(start: nil, count: 0), to: value) else { return false }
             } else if Self.starts(name, "xmlns:") {
                 let prefix = UnsafeRawBufferPointer(rebasing: name[6...])
-                guard !value.isEmpty, bind(prefix: prefix, to: value) else {
-                    fail("a namespace prefix bound to nothing")
+                guard !prefix.isEmpty, !value.isEmpty, bind(prefix: prefix, to: value) else {
+                    fail("a namespace prefix that is empty or bound to nothing")
                     return false
                 }
             }
@@ -349,6 +360,11 @@ struct MultistatusReader {
     }
 
     private mutating func bind(prefix: UnsafeRawBufferPointer, to value: UnsafeRawBufferPointer) -> Bool {
+        // Declared twice on one element: XML forbids it (which of the two would hold?).
+        guard !bindings[declaring...].contains(where: { names[$0.prefix].elementsEqual(prefix) }) else {
+            fail("a namespace declared twice on one element")
+            return false
+        }
         var uri = ""
         var at = 0
         while at < value.count {
@@ -391,7 +407,7 @@ struct MultistatusReader {
         }
         guard let binding = bindings.last(where: { names[$0.prefix].elementsEqual(prefix) }) else {
             if prefix.isEmpty || (prefix.count == 3 && Self.starts(prefix, "xml")) { return .other }
-            fail("an undeclared namespace prefix \(String(decoding: prefix, as: UTF8.self))")
+            fail("an undeclared namespace prefix \(String(decoding: prefix.prefix(64), as: UTF8.self))")
             return nil
         }
         return MultistatusTag(local: local, namespace: binding.namespace)

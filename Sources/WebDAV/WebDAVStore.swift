@@ -216,11 +216,13 @@ public final class WebDAVStore: RemoteStore {
     /// each folder's entries over as they come, in the same order every time.
     /// The first walk after a start asks its `Depth: infinity` PROPFIND while the write
     /// guard's probe runs (most of a `run --once` with nothing changed was the two one after
-    /// the other); nothing is swept or handed over before the probe's verdict.
+    /// the other); nothing is swept or handed over before the probe's verdict. Not with
+    /// fewer than four connections: the probe's quick look at a held PUT needs one free
+    /// within its 250 ms.
     public func walk(below path: RemotePath, visit: ([RemoteEntry]) -> Void) async throws(ProviderError) -> RemoteListing {
-        startWriteGuard()
+        if connection.connections >= 4 { startWriteGuard() } else { _ = try await writeGuard() }
         var listing: RemoteListing
-        if depthInfinity.withLock({ $0 }) != false, let entries = try await infiniteListing(of: path) {
+        if depthInfinity.withLock({ $0 }) != false, let entries = try await guardedInfiniteListing(of: path) {
             _ = try await writeGuard()
             await sweepLostTemporaries(in: entries)
             visit(entries.filter { $0.path != path && $0.path.isDescendant(of: path) && !Self.isTemporary($0.path) })
@@ -231,6 +233,17 @@ public final class WebDAVStore: RemoteStore {
         }
         listing.hidesDotNames = !listsDotNames.withLock { $0 }
         return listing
+    }
+
+    /// `infiniteListing(of:)`; when it fails, the probe's verdict is awaited first (a walk
+    /// never returns while the probe still writes), and its failure is the one reported.
+    func guardedInfiniteListing(of path: RemotePath) async throws(ProviderError) -> [RemoteEntry]? {
+        do {
+            return try await infiniteListing(of: path)
+        } catch {
+            _ = try await writeGuard()
+            throw error
+        }
     }
 
     /// One `Depth: infinity` PROPFIND, or nil when the server refuses it (Apache: 403),
@@ -253,6 +266,8 @@ public final class WebDAVStore: RemoteStore {
             if !entries.contains(where: { $0.path.components.count > depth + 1 }),
                let folder = entries.first(where: { $0.kind == .folder && $0.path.components.count == depth + 1 }) {
                 // A folder it will not list (403) cannot tell either way: the walk reports it.
+                // The probe's failure is not the folder's: it fails the walk as it is.
+                _ = try await writeGuard()
                 let below: [RemoteEntry]
                 do { below = try await children(of: folder.path) } catch {
                     return refuseInfinity("the server would not list \(folder.path) to confirm PROPFIND Depth infinity")

@@ -55,9 +55,10 @@ struct FolderSyncsTests {
         #expect(syncs.performed == 2)
         let events = log.all
         for caller in 0..<callers {
-            let called = events.firstIndex(of: .call(caller))!, back = events.firstIndex(of: .back(caller))!
-            let covered = (1...2).contains { r in
-                let start = events.firstIndex(of: .start(r))!, end = events.firstIndex(of: .end(r))!
+            let called = events.firstIndex(of: .call(caller)), back = events.firstIndex(of: .back(caller))
+            let covered = (1...callers).contains { r in
+                guard let called, let back, let start = events.firstIndex(of: .start(r)),
+                      let end = events.firstIndex(of: .end(r)) else { return false }
                 return called < start && end < back
             }
             #expect(covered, "caller \(caller): \(events)")
