@@ -146,7 +146,8 @@ enum TwoClientSettings {
             // (WsgiDAV writes a PUT's body into the file itself, which left the start of a
             // version where an upload was cut; tidesync writes there through temporary
             // names now, as on rclone.)
-            Issue.record("\(label): \(path) holds \"\(text.prefix(80))\", which no client wrote")
+            Issue.record("\(label): \(path) holds \"\(text.prefix(80))\", which no client wrote; its history: \(workload.log.filter { $0.contains(path) }.suffix(12))")
+            suspects.append(path)  // seen once beside CPU hogs (WsgiDAV seed 1207: an empty file); the daemons' lines about it follow
         }
         // Identical bytes are not a conflict, and a version its own client replaced
         // does not come back as a conflict copy.
