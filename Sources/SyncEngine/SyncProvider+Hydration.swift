@@ -27,13 +27,10 @@ extension SyncProvider {
     /// choose (`item`'s row, else the row of that kind at `path`, else `fresh`).
     public func identifierForDownload(at path: RemotePath, item: ItemIdentifier?,
                                       fresh: @autoclosure () -> ItemIdentifier) throws(ProviderError) -> ItemIdentifier {
-        guard let parent = try itemID(at: path.parent) else {
-            if let item, try state.item(item) != nil { return item }
-            return item ?? fresh()
-        }
+        // `item` when it has a row (or when nothing else can be chosen), else the file at `path`.
+        guard let parent = try itemID(at: path.parent) else { return item ?? fresh() }
         let found = try state.item(item, andChildOf: parent, named: path.name)
-        if let byID = found.byID { return byID.id }
-        if let there = found.child, there.kind == .file { return there.id }
+        if found.byID == nil, let there = found.child, there.kind == .file { return there.id }
         return item ?? fresh()
     }
 

@@ -103,6 +103,17 @@ enum MultistatusTag: Equatable {
 /// The namespaces whose elements a PROPFIND answer is read for.
 enum MultistatusNamespace {
     case dav, ownCloud, tidesync, nextcloud, other
+
+    /// The namespace named `uri`.
+    init(uri: String?) {
+        self = switch uri {
+        case "DAV:": .dav
+        case MultistatusParser.ownCloudNamespace: .ownCloud
+        case MultistatusParser.tidesyncNamespace: .tidesync
+        case MultistatusParser.nextcloudNamespace: .nextcloud
+        default: .other
+        }
+    }
 }
 
 /// Turns the elements of a PROPFIND answer, as a parser meets them, into responses. The

@@ -53,8 +53,6 @@ struct MultistatusReader {
     private var offset = 0
     /// Where the token being read begins in the piece being read.
     private var token = 0
-    /// The first of the bindings the start tag being read declares.
-    private var declaring = 0
     private var rootEnded = false
     private var sawRoot = false
     private var atStart = true
@@ -275,7 +273,6 @@ struct MultistatusReader {
         guard Self.isName(qualified) else { fail("a tag without a proper name"); return }
         guard qualified.count <= 1024 else { fail("an element name of \(qualified.count) bytes"); return }
         let before = bindings.count, namesBefore = names.count
-        declaring = before
         guard declareNamespaces(UnsafeRawBufferPointer(rebasing: body[at...])),
               let tag = resolve(qualified) else { return }
         if open.isEmpty {
@@ -323,6 +320,7 @@ struct MultistatusReader {
     /// Reads the attributes; namespace declarations are put in force. False when they are
     /// not well-formed.
     private mutating func declareNamespaces(_ attributes: UnsafeRawBufferPointer) -> Bool {
+        let declaring = bindings.count  // this element's own bindings begin here
         var at = 0
         while true {
             let spaced = at < attributes.count && Self.isSpace(attributes[at])
@@ -348,10 +346,10 @@ struct MultistatusReader {
             at = end + 1
             guard !value.contains(UInt8(ascii: "<")) else { fail("a '<' in an attribute value"); return false }
             if name.count == 5, Self.starts(name, "xmlns") {
-                guard bind(prefix: UnsafeRawBufferPointer(start: nil, count: 0), to: value) else { return false }
+                guard bind(prefix: UnsafeRawBufferPointer(start: nil, count: 0), to: value, declaring: declaring) else { return false }
             } else if Self.starts(name, "xmlns:") {
                 let prefix = UnsafeRawBufferPointer(rebasing: name[6...])
-                guard !prefix.isEmpty, !value.isEmpty, bind(prefix: prefix, to: value) else {
+                guard !prefix.isEmpty, !value.isEmpty, bind(prefix: prefix, to: value, declaring: declaring) else {
                     fail("a namespace prefix that is empty or bound to nothing")
                     return false
                 }
@@ -359,7 +357,8 @@ struct MultistatusReader {
         }
     }
 
-    private mutating func bind(prefix: UnsafeRawBufferPointer, to value: UnsafeRawBufferPointer) -> Bool {
+    /// Puts `prefix` → `value` in force; `declaring` is where the element's own bindings begin.
+    private mutating func bind(prefix: UnsafeRawBufferPointer, to value: UnsafeRawBufferPointer, declaring: Int) -> Bool {
         // Declared twice on one element: XML forbids it (which of the two would hold?).
         guard !bindings[declaring...].contains(where: { names[$0.prefix].elementsEqual(prefix) }) else {
             fail("a namespace declared twice on one element")
@@ -382,16 +381,9 @@ struct MultistatusReader {
             uri.unicodeScalars.append(scalar)
             at = semicolon + 1
         }
-        let namespace: MultistatusNamespace = switch uri {
-        case "DAV:": .dav
-        case MultistatusParser.ownCloudNamespace: .ownCloud
-        case MultistatusParser.tidesyncNamespace: .tidesync
-        case MultistatusParser.nextcloudNamespace: .nextcloud
-        default: .other
-        }
         let start = names.count
         names.append(contentsOf: prefix)
-        bindings.append(Binding(prefix: start..<names.count, namespace: namespace))
+        bindings.append(Binding(prefix: start..<names.count, namespace: MultistatusNamespace(uri: uri)))
         return true
     }
 

@@ -214,6 +214,7 @@ public final class WebDAVStore: RemoteStore {
 
     /// One `Depth: infinity` answer is handed over at once; a walk folder by folder hands
     /// each folder's entries over as they come, in the same order every time.
+    ///
     /// The first walk after a start asks its `Depth: infinity` PROPFIND while the write
     /// guard's probe runs (most of a `run --once` with nothing changed was the two one after
     /// the other); nothing is swept or handed over before the probe's verdict. Not with

@@ -53,14 +53,7 @@ final class FoundationMultistatusParser: NSObject, XMLParserDelegate {
 
 extension MultistatusTag {
     init(_ name: String, namespace: String?) {
-        let kind: MultistatusNamespace = switch namespace {
-        case "DAV:": .dav
-        case MultistatusParser.ownCloudNamespace: .ownCloud
-        case MultistatusParser.tidesyncNamespace: .tidesync
-        case MultistatusParser.nextcloudNamespace: .nextcloud
-        default: .other
-        }
-        self = Array(name.utf8).withUnsafeBytes { MultistatusTag(local: $0, namespace: kind) }
+        self = Array(name.utf8).withUnsafeBytes { MultistatusTag(local: $0, namespace: MultistatusNamespace(uri: namespace)) }
     }
 
 }
