@@ -78,7 +78,8 @@ struct InodeReuseScenarioTests {
                 // too (on rclone a request body, on the others the file on the served disk),
                 // which took the freed number before our new file could.
                 #expect(unlink(world.local("e.txt")) == 0)
-                premiseHeld = try Self.create(world.local("d/new.txt"), newText, inode: UInt64(old.st_ino))
+                premiseHeld = try Self.create(world.local("d/new.txt"), newText, inode: UInt64(old.st_ino),
+                                              near: world.localRoot)
                 guard premiseHeld else {
                     print("\(remote): the freed inode \(old.st_ino) went to another file; trying again in a fresh world")
                     return
@@ -111,13 +112,16 @@ struct InodeReuseScenarioTests {
 
     /// Writes `text` to a new file at `path` and returns true when its inode number is
     /// `inode`. ext4 hands a freed inode to the next file made nearby, so the first try
-    /// mostly has it; otherwise files are made beside it until one gets it, then renamed
-    /// into place (a rename keeps the inode). The others are removed before the pass either
-    /// way. On a loaded machine another process's short-lived file (a compiler's temporary)
-    /// may hold the number for a moment: the candidates hold every lower free number, so
-    /// once it is free again the next candidate gets it; tried for up to 20 s.
-    static func create(_ path: String, _ text: String, inode: UInt64) throws -> Bool {
-        let folder = (path as NSString).deletingLastPathComponent
+    /// mostly has it; otherwise files are made in `near` (the freed file's folder) until one
+    /// gets it, then renamed into place (a rename keeps the inode). ext4 makes a file in its
+    /// folder's block group, and a subfolder may be put in another group when the disk is
+    /// well used (a fresh-clone run failed all 12 worlds so on a busy /tmp), so candidates
+    /// made beside `path` could never get a number freed in its parent. The others are
+    /// removed before the pass either way. On a loaded machine another process's
+    /// short-lived file (a compiler's temporary) may hold the number for a moment: the
+    /// candidates hold every lower free number, so once it is free again the next
+    /// candidate gets it; tried for up to 20 s.
+    static func create(_ path: String, _ text: String, inode: UInt64, near folder: String) throws -> Bool {
         var others: [String] = []
         defer { for other in others { unlink(other) } }
         let deadline = ContinuousClock.now + .seconds(20)
