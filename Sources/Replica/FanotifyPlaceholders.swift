@@ -22,6 +22,8 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
     public let hydrator: Hydrator
     let provider: SyncProvider
     let logger: Logger
+    /// Brings down what comes down whole.
+    let whole: PlaceholdersOff
 
     /// A port with a new pre-content group, or `inherited`, the group of an earlier run
     /// (see `Hydrator.start`); throws when the kernel or the privileges do not allow a new
@@ -41,6 +43,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         self.policy = policy
         self.provider = provider
         self.logger = logger
+        whole = PlaceholdersOff(folder: folder)
     }
 
     /// Starts hydrating (the event loop's thread).
@@ -71,8 +74,7 @@ public final class FanotifyPlaceholders: PlaceholderPort, @unchecked Sendable {
         logger.debug("\(path) comes down \(form == .dataless ? "as a placeholder" : "whole")\(pinned ? " (pinned)" : "")")
         guard form == .dataless, let item = bytes.item, let version = entry.etag,
               let modificationDate = entry.modificationDate else {
-            return try await PlaceholdersOff(folder: folder).bringDown(entry, at: path, replacing: replacing, temporary: temporary,
-                                                                       bytes: bytes)
+            return try await whole.bringDown(entry, at: path, replacing: replacing, temporary: temporary, bytes: bytes)
         }
         // A part left by an earlier whole download of this file is not needed any more.
         unlink(temporary.path)

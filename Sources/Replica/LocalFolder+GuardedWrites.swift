@@ -1,9 +1,9 @@
 // Durability contract: a downloaded file is written to a temporary file beside its target
-// (`.tidesync-part-UUID`, a name the scanner and watcher never report), fsynced by the
-// engine, given the remote mtime, and renamed into place only while the target still has the
-// stat the plan saw (or, for a new file, while nothing is there: renameat2 RENAME_NOREPLACE,
-// or link(2) where it is missing, refuses to replace);
-// the folder is fsynced after the rename. A crash leaves at most the temporary file, which
+// (`.tidesync-part-UUID`, a name the scanner and watcher never report), made durable (fsynced
+// by the engine, or with a round of others by `PlacementRounds`), given the remote mtime, and
+// renamed into place only while the target still has the stat the plan saw (or, for a new
+// file, while nothing is there: renameat2 RENAME_NOREPLACE, or link(2) where it is missing,
+// refuses to replace); the folder is fsynced after the rename (or the round's file system). A crash leaves at most the temporary file, which
 // the journal names and the next pass removes — or, a download's part (`partURL`), resumes —
 // or an item set aside for a last look (`LocalFolder+Aside.swift`), which the next pass
 // settles: removed when it is the synced version, else put back.
@@ -15,9 +15,11 @@ import SystemCalls
 extension LocalFolder {
     /// Moves the downloaded `temporary` to `path`, giving it `modificationDate`; `replacing`
     /// is the stat the item at `path` must still have (nil: nothing may be there). Returns
-    /// the stat of the installed file.
+    /// the stat of the installed file. The folder is fsynced after the rename, unless
+    /// `syncingFolder` is false (the caller syncs the file system after a round of them,
+    /// `PlacementRounds`).
     public func install(_ temporary: URL, at path: RemotePath, replacing: LocalStat?,
-                        modificationDate: Date?) throws(ProviderError) -> LocalStat {
+                        modificationDate: Date?, syncingFolder: Bool = true) throws(ProviderError) -> LocalStat {
         let target = absolute(path)
         if let modificationDate { setModificationDate(temporary.path, modificationDate) }
         guard let installed = LocalScanner.entry(at: temporary.path, path: path) else {
@@ -31,7 +33,7 @@ extension LocalFolder {
                 throw error
             }
         }
-        syncFolder(of: target)
+        if syncingFolder { syncFolder(of: target) }
         guard let now = entry(at: path), now.stat.inode == installed.stat.inode else {
             throw ProviderError(.versionMismatch, "\(target) was replaced right after it was downloaded; it will be looked at again")
         }

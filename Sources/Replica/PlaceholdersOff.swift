@@ -7,19 +7,25 @@ import SystemCalls
 /// null object of `PlaceholderPort` (Nextcloud's `VfsOff`).
 public struct PlaceholdersOff: PlaceholderPort {
     public let folder: LocalFolder
+    /// Where the files it brings down are made durable and put in place, a round at a time.
+    let placements: PlacementRounds
 
     public init(folder: LocalFolder) {
         self.folder = folder
+        placements = PlacementRounds(folder: folder)
     }
 
     public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
                           bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
-        let version = try await bytes.whole(temporary)
-        // The rename and the folder's fsync wait for the disk: off Swift's cooperative threads
-        // (see `OffPool`), which the downloads still travelling need.
-        let folder = folder, date = entry.modificationDate
-        let stat = try await OffPool.run { () throws(ProviderError) -> LocalStat in
-            try folder.install(temporary, at: path, replacing: replacing, modificationDate: date)
+        // The store leaves the file unsynced: a round of placements makes it durable with
+        // the others written meanwhile, then puts it in place (`PlacementRounds`).
+        let (version, stat) = try await placements.bringDown(temporary, at: path, replacing: replacing,
+                                                             modificationDate: entry.modificationDate) {
+            () async throws(ProviderError) -> ETag? in
+            let fetched: Result<ETag?, ProviderError> = await TransferSlot.$callerSyncs.withValue(true) {
+                do throws(ProviderError) { return .success(try await bytes.whole(temporary)) } catch { return .failure(error) }
+            }
+            return try fetched.get()
         }
         return PlacedFile(stat: stat, state: .materialized, version: version ?? entry.etag)
     }

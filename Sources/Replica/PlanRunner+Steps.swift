@@ -118,12 +118,11 @@ extension PlanRunner {
         }
         entry.etag = placed.version ?? entry.etag
         if placed.state == .materialized { entry.size = placed.stat.size }
-        // A commit waits for the disk (the state DB's fsync): off the cooperative threads.
-        let provider = provider, recorded = entry
-        _ = try await OffPool.run { () throws(ProviderError) -> ItemRecord in
-            try provider.record(at: path, item: id, kind: .file, remote: recorded, local: placed.stat,
-                                materialization: placed.state, operation: operation)
-        }
+        // Recorded with the downloads that were placed meanwhile, in one transaction, off
+        // the cooperative threads (a commit waits for the state DB's fsync).
+        let file = SyncProvider.FileRecord(path: path, item: id, remote: entry, local: placed.stat,
+                                           materialization: placed.state, operation: operation)
+        _ = try await downloadRecords.submit(file).get()
     }
 
     /// Runs `body` with `released` as the store's way to hand the step's slot back, when the

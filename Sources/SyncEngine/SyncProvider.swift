@@ -112,6 +112,66 @@ public final class SyncProvider: Sendable {
     public func record(at path: RemotePath, item: ItemIdentifier?, kind: ItemKind, remote: RemoteEntry?,
                        local: LocalStat?, symlinkTarget: String? = nil, bundleMembers: [BundleMember]? = nil,
                        materialization: Materialization = .materialized, operation: Int64?) throws(ProviderError) -> ItemRecord {
+        let (record, changes, foldersChanged) = try recording(at: path, item: item, kind: kind, remote: remote, local: local,
+                                                              symlinkTarget: symlinkTarget, bundleMembers: bundleMembers,
+                                                              materialization: materialization)
+        try commit(changes, completing: operation, foldersChanged: foldersChanged)
+        return record
+    }
+
+    /// A file to record (`record(_:)`): the arguments of `record(at:...)` for a file.
+    public struct FileRecord: Sendable {
+        public var path: RemotePath
+        public var item: ItemIdentifier?
+        public var remote: RemoteEntry?
+        public var local: LocalStat?
+        public var materialization: Materialization
+        public var operation: Int64?
+
+        public init(path: RemotePath, item: ItemIdentifier?, remote: RemoteEntry?, local: LocalStat?,
+                    materialization: Materialization, operation: Int64?) {
+            self.path = path
+            self.item = item
+            self.remote = remote
+            self.local = local
+            self.materialization = materialization
+            self.operation = operation
+        }
+    }
+
+    /// Records `files` as `record(at:...)` records each, all in one transaction (a round of
+    /// downloads, `PlanRunner`): each one's record, or why it could not be recorded. A file
+    /// whose row cannot be made (its folder not recorded) fails alone; a failed transaction
+    /// fails them all.
+    public func record(_ files: [FileRecord]) -> [Result<ItemRecord, ProviderError>] {
+        var outcomes: [Result<ItemRecord, ProviderError>] = []
+        var changes: [StateChange] = []
+        for file in files {
+            do throws(ProviderError) {
+                let (record, own, _) = try recording(at: file.path, item: file.item, kind: .file, remote: file.remote,
+                                                     local: file.local, symlinkTarget: nil, bundleMembers: nil,
+                                                     materialization: file.materialization)
+                changes += own + (file.operation.map { [.completeOperation($0)] } ?? [])
+                outcomes.append(.success(record))
+            } catch {
+                outcomes.append(.failure(error))
+            }
+        }
+        guard !changes.isEmpty else { return outcomes }
+        do throws(ProviderError) {
+            try state.apply(changes)
+        } catch {
+            return outcomes.map { $0.flatMap { _ in .failure(error) } }
+        }
+        return outcomes
+    }
+
+    /// The row `record(at:...)` writes and the changes that write it; `foldersChanged` when
+    /// a folder moved.
+    private func recording(at path: RemotePath, item: ItemIdentifier?, kind: ItemKind, remote: RemoteEntry?,
+                           local: LocalStat?, symlinkTarget: String?, bundleMembers: [BundleMember]?,
+                           materialization: Materialization) throws(ProviderError)
+        -> (ItemRecord, [StateChange], foldersChanged: Bool) {
         let parent = try requireParent(of: path)
         let found = try state.item(item, andChildOf: parent, named: path.name)
         let existing = found.byID ?? found.child.flatMap { $0.kind == kind ? $0 : nil }
@@ -130,8 +190,7 @@ public final class SyncProvider: Sendable {
             changes.append(.setHydratedRanges(id, RangeSet(), version: record.remoteETag))
         }
         if let bundleMembers { changes.append(.setBundleMembers(id, bundleMembers)) }
-        try commit(changes, completing: operation, foldersChanged: moved && kind == .folder)
-        return record
+        return (record, changes, moved && kind == .folder)
     }
 
     /// Removes the row of `id` and its subtree, completing `operation`.

@@ -25,6 +25,11 @@ public enum OffPool {
         return try result.get()
     }
 
+    /// Starts `body` on one of the pool's threads and returns at once.
+    public static func start(_ body: @escaping @Sendable () -> Void) {
+        threads.submit(body)
+    }
+
     /// `fsync(fd)` off the cooperative threads: 0, or the errno it failed with. The caller
     /// keeps `fd` open until this returns.
     public static func fsync(_ fd: Int32) async -> Int32 {

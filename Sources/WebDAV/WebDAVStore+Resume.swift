@@ -75,7 +75,7 @@ extension WebDAVStore {
             throw ProviderError(.serverUnreachable, "the download of \(path) ended early (\(writer.written) of \(total) bytes); will resume")
         }
         TransferSlot.release()
-        let failure = await OffPool.fsync(fd)
+        let failure = TransferSlot.callerSyncs ? 0 : await OffPool.fsync(fd)
         guard failure == 0 else { throw ChunkWriter.localError(failure, "cannot write \(destination.path)") }
         return etag ?? version
     }

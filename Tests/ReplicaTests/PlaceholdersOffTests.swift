@@ -78,6 +78,49 @@ import Testing
         #expect(try String(contentsOfFile: root + "/a.txt", encoding: .utf8) == "theirs")
     }
 
+    /// Many downloads at once are placed in rounds (one file-system sync for each round's
+    /// bytes, one for its renames): each lands with its own bytes and time, in folders of
+    /// its own; one whose name another program took meanwhile fails alone and leaves that
+    /// file as it was; nothing temporary stays.
+    @Test func manyDownloadsAtOnceEachLandOrFailAlone() async throws {
+        let (port, root) = try port()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for folder in ["x", "y"] { try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: false) }
+        try Data("theirs".utf8).write(to: URL(fileURLWithPath: root + "/x/f7.txt"))
+        let mtime = Date(timeIntervalSince1970: 1_700_000_000)
+        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    let path = self.p("\(index % 2 == 0 ? "y" : "x")/f\(index).txt")
+                    var entry = RemoteEntry(path: path, kind: .file, size: 4, etag: ETag(value: "v\(index)"))
+                    entry.modificationDate = mtime
+                    do {
+                        _ = try await port.bringDown(entry, at: path, replacing: nil, temporary: port.folder.temporaryURL(beside: path),
+                                                     bytes: Source().bytes("n\(index)", version: nil))
+                        return (index, true)
+                    } catch {
+                        return (index, false)
+                    }
+                }
+            }
+            var outcomes: [Int: Bool] = [:]
+            for await (index, placed) in group { outcomes[index] = placed }
+            return outcomes
+        }
+        #expect(outcomes.filter { !$0.value }.map(\.key) == [7], "only the download whose name was taken fails")
+        for index in 0..<40 where index != 7 {
+            let path = root + "/\(index % 2 == 0 ? "y" : "x")/f\(index).txt"
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == "n\(index)")
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.modificationDate] as? Date).map { abs($0.timeIntervalSince(mtime)) < 1 } == true)
+        }
+        #expect(try String(contentsOfFile: root + "/x/f7.txt", encoding: .utf8) == "theirs")
+        for folder in ["x", "y"] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)
+            #expect(names.count == 20 && !names.contains { LocalFolder.isTemporary($0) }, "\(names.sorted())")
+        }
+    }
+
     @Test func evictionIsRefusedAndSaysHowToTurnFilesOnDemandOn() async throws {
         let (port, root) = try port()
         defer { try? FileManager.default.removeItem(atPath: root) }

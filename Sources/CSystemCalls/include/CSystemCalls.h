@@ -1,6 +1,6 @@
 // What the SystemCalls module cannot call from Swift: the raw system calls that change one
 // thread's credentials (glibc's own setgroups() and set*id() change every thread), the
-// <sys/fsuid.h> functions and capget/capset, which Swift's Glibc module does not import.
+// <sys/fsuid.h> functions and capget/capset, and syncfs, which Swift's Glibc module does not import.
 #ifndef TIDESYNC_C_SYSTEM_CALLS_H
 #define TIDESYNC_C_SYSTEM_CALLS_H
 
@@ -46,5 +46,11 @@ int tidesync_thread_restore_file_identity(const tidesync_file_identity *saved);
 
 /// The calling thread's file-system user and group IDs, as the kernel reports them.
 void tidesync_thread_file_ids(uint32_t *fsuid, uint32_t *fsgid);
+
+/// syncfs(2), a _GNU_SOURCE call: writes back every dirty page and inode of the file
+/// system holding `fd` and commits its journal. Returns 0, or the errno; a write-back error
+/// anywhere on that file system since `fd` was opened is reported once to `fd` (Linux 5.8
+/// and later).
+int tidesync_syncfs(int fd);
 
 #endif
