@@ -70,4 +70,13 @@ public protocol PlaceholderPort: Sendable {
 
     /// What the file at `path` holds.
     func state(of path: RemotePath) throws(ProviderError) -> Materialization
+
+    /// True when `bringDown` may need the file's item identifier (`RemoteBytes.item`) before
+    /// the file is placed (a dataless placeholder carries it); when false the runner leaves
+    /// choosing it to the record, and does not read the state DB before the transfer.
+    var placesByItem: Bool { get }
+}
+
+extension PlaceholderPort {
+    public var placesByItem: Bool { true }
 }

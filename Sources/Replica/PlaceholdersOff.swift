@@ -30,6 +30,9 @@ public struct PlaceholdersOff: PlaceholderPort {
         return PlacedFile(stat: stat, state: .materialized, version: version ?? entry.etag)
     }
 
+    /// Files come down whole: the item is chosen when the file is recorded.
+    public var placesByItem: Bool { false }
+
     /// Every file is whole: nothing to fetch.
     public func hydrate(_ path: RemotePath, range: ByteRange, bytes: RemoteBytes) async throws(ProviderError) -> Materialization {
         try state(of: path)

@@ -108,8 +108,11 @@ extension PlanRunner {
                           released: (@Sendable () -> Void)?) async throws(ProviderError) {
         if replacing != nil { try folder.requireNoWriter(path, kind: .file) }
         var entry = context.remote[path] ?? RemoteEntry(path: path, kind: .file, size: 0, etag: version)
-        // Known before the file is placed: a placeholder is filled by its item's identifier.
-        let id = try provider.identifierForDownload(at: path, item: item, fresh: ItemIdentifier(UUID().uuidString))
+        // Known before the file is placed where a placeholder may be filled by its item's
+        // identifier; else the record chooses it (the same row: `item`'s, else the file at
+        // `path`, else a new one), and no state-DB read holds the transfer back.
+        let id = placeholders.placesByItem
+            ? try provider.identifierForDownload(at: path, item: item, fresh: ItemIdentifier(UUID().uuidString)) : item
         let bytes = remoteBytes(path, version: version, item: id, progress: progress)
         // The store hands the step's transfer slot back once the bytes are written (see
         // `TransferSlot`): what follows is disk work that overlaps the next transfers.
