@@ -17,12 +17,12 @@ public struct PlaceholdersOff: PlaceholderPort {
 
     public func bringDown(_ entry: RemoteEntry, at path: RemotePath, replacing: LocalStat?, temporary: URL,
                           bytes: RemoteBytes) async throws(ProviderError) -> PlacedFile {
-        // The store leaves the file unsynced: a round of placements makes it durable with
-        // the others written meanwhile, then puts it in place (`PlacementRounds`).
+        // The store leaves the file unsynced where a round of placements makes it durable
+        // with the others written meanwhile, then puts it in place (`PlacementRounds`).
         let (version, stat) = try await placements.bringDown(temporary, at: path, replacing: replacing,
                                                              modificationDate: entry.modificationDate) {
-            () async throws(ProviderError) -> ETag? in
-            let fetched: Result<ETag?, ProviderError> = await TransferSlot.$callerSyncs.withValue(true) {
+            roundSyncs async throws(ProviderError) -> ETag? in
+            let fetched: Result<ETag?, ProviderError> = await TransferSlot.$callerSyncs.withValue(roundSyncs) {
                 do throws(ProviderError) { return .success(try await bytes.whole(temporary)) } catch { return .failure(error) }
             }
             return try fetched.get()

@@ -222,14 +222,16 @@ public final class PlanRunner: Sendable {
     /// How many steps may be finishing (their transfer over, their file being made durable,
     /// put in place and recorded) beside the `transfers` that hold a slot. They wait for
     /// rounds (`PlacementRounds`, `downloadRecords`) without holding a thread; the more of
-    /// them, the larger a round: a 10 000-file download with `transfers` 4 took 5.8 s with
-    /// 64 here, 6.3 s with 16 (the round's time is what they wait for, a few milliseconds).
+    /// them, the larger a round: a 10 000-file download with `transfers` 4, rounds as soon
+    /// as the one before ended, took 5.8 s with 64 here, 6.3 s with 16 (the round's time is
+    /// what they wait for, a few milliseconds).
     static let finishing = 64
 
     /// The least time between the end of a round of downloads' placements or records
-    /// (`BatchRounds`) and the beginning of the next: a 10 000-file download took 5.8 s with
-    /// rounds as soon as the one before ended (3.6 files a round), 5.2 s with 2 ms between
-    /// them, 5.1 s with 3 ms and 5 ms; a download after a quiet spell is not held back.
+    /// (`BatchRounds`) and the beginning of the next: a 10 000-file download (`transfers` 4,
+    /// `finishing` 64) took 5.8 s with rounds as soon as the one before ended (3.6 files a
+    /// round), 5.2 s with 2 ms between them, 5.1 s with 3 ms and 5 ms; a download after a
+    /// quiet spell is not held back.
     static let roundGap = Duration.milliseconds(3)
 
     /// How many items the server fails in a row (`serverFailedItem`, no success between)

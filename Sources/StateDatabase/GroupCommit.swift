@@ -1,8 +1,9 @@
 // Group commit (issue 16 item 4): `apply` calls made at the same time share one write
 // transaction, so one WAL sync (and one write of each page they share, a folder's index
-// page) serves them all. A download of 10 000 small files records each file on its own
-// (its step's own transaction, which also completes its journal entry); sixteen steps finish
-// at once (PlanRunner.finishing), and each used to wait for its own commit's fsync.
+// page) serves them all. Steps finish many at once (PlanRunner.finishing), each recording its
+// result in its own transaction, which also completes its journal entry (downloads record a
+// round of files in one, `SyncProvider.record(_:)`), and each used to wait for its own
+// commit's fsync.
 //
 // Leader and followers: a call queues its changes; the first caller that finds no commit
 // running takes every queued call into one transaction, commits, and wakes the others; calls

@@ -201,7 +201,8 @@ extension SyncProvider {
         }
     }
 
-    /// Downloads the file at `path` into `destination` (a new file the caller owns, fsynced),
+    /// Downloads the file at `path` into `destination` (a new file the caller owns, fsynced
+    /// unless the caller syncs it itself: `TransferSlot.callerSyncs`),
     /// only if it still has `version`. Returns the version the bytes belong to.
     /// With `resuming`, `destination` may hold the start of `version` from a cut download,
     /// which the store goes on from when it can.

@@ -139,31 +139,57 @@ public final class SyncProvider: Sendable {
         }
     }
 
-    /// Records `files` as `record(at:...)` records each, all in one transaction (a round of
+    /// Records `files` as `record(at:...)` records each, in one transaction (a round of
     /// downloads, `PlanRunner`): each one's record, or why it could not be recorded. A file
-    /// whose row cannot be made (its folder not recorded) fails alone; a failed transaction
-    /// fails them all.
+    /// whose row cannot be made (its folder not recorded) fails alone; when the transaction
+    /// is refused (a change the database does not take: a name another row holds), each
+    /// file is recorded again on its own, so a file fails only for its own changes. A file
+    /// that resolves to a row another file of the round already writes is recorded after
+    /// the ones before it, as one call after another would.
     public func record(_ files: [FileRecord]) -> [Result<ItemRecord, ProviderError>] {
-        var outcomes: [Result<ItemRecord, ProviderError>] = []
-        var changes: [StateChange] = []
-        for file in files {
+        var outcomes: [Result<ItemRecord, ProviderError>?] = Array(repeating: nil, count: files.count)
+        var pending: [(index: Int, changes: [StateChange])] = []
+        var taken: Set<ItemIdentifier> = []
+        for (index, file) in files.enumerated() {
             do throws(ProviderError) {
-                let (record, own, _) = try recording(at: file.path, item: file.item, kind: .file, remote: file.remote,
-                                                     local: file.local, symlinkTarget: nil, bundleMembers: nil,
-                                                     materialization: file.materialization)
-                changes += own + (file.operation.map { [.completeOperation($0)] } ?? [])
-                outcomes.append(.success(record))
+                var (record, changes) = try fileRecording(file)
+                if taken.contains(record.id) {
+                    commitRecords(pending, into: &outcomes)
+                    (pending, taken) = ([], [])
+                    (record, changes) = try fileRecording(file)
+                }
+                taken.insert(record.id)
+                pending.append((index, changes))
+                outcomes[index] = .success(record)
             } catch {
-                outcomes.append(.failure(error))
+                outcomes[index] = .failure(error)
             }
         }
-        guard !changes.isEmpty else { return outcomes }
+        commitRecords(pending, into: &outcomes)
+        return outcomes.map { $0! }
+    }
+
+    /// The row and changes `record(_:)` writes for `file`, its journal entry completed.
+    private func fileRecording(_ file: FileRecord) throws(ProviderError) -> (ItemRecord, [StateChange]) {
+        let (record, changes, _) = try recording(at: file.path, item: file.item, kind: .file, remote: file.remote,
+                                                 local: file.local, symlinkTarget: nil, bundleMembers: nil,
+                                                 materialization: file.materialization)
+        return (record, changes + (file.operation.map { [.completeOperation($0)] } ?? []))
+    }
+
+    /// Applies the changes of `pending` files in one transaction, else each on its own;
+    /// a file whose changes were refused gets the refusal as its outcome.
+    private func commitRecords(_ pending: [(index: Int, changes: [StateChange])],
+                               into outcomes: inout [Result<ItemRecord, ProviderError>?]) {
+        guard !pending.isEmpty else { return }
         do throws(ProviderError) {
-            try state.apply(changes)
+            return try state.apply(pending.flatMap(\.changes))
         } catch {
-            return outcomes.map { $0.flatMap { _ in .failure(error) } }
+            guard pending.count > 1 else { return outcomes[pending[0].index] = .failure(error) }
         }
-        return outcomes
+        for file in pending {
+            do throws(ProviderError) { try state.apply(file.changes) } catch { outcomes[file.index] = .failure(error) }
+        }
     }
 
     /// The row `record(at:...)` writes and the changes that write it; `foldersChanged` when

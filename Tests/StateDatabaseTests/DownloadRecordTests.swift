@@ -48,3 +48,43 @@ import Testing
         }
     }
 }
+
+extension DownloadRecordTests {
+    static func file(_ path: RemotePath, item: ItemIdentifier? = nil, inode: UInt64) -> SyncProvider.FileRecord {
+        SyncProvider.FileRecord(path: path, item: item, remote: RemoteEntry(path: path, kind: .file, size: 1, etag: ETag(value: "e\(inode)")),
+                                local: LocalStat(inode: inode, size: 1, modificationTimeNanoseconds: 1_000),
+                                materialization: .materialized, operation: nil)
+    }
+
+    /// A change the database refuses (a file under a name a folder's row holds) fails that
+    /// file only: the others of the round are recorded on their own.
+    @Test func aRefusedChangeFailsOnlyItsFile() throws {
+        try withStateDatabase { database in
+            let provider = SyncProvider(store: InMemoryRemoteStore(), state: database)
+            try provider.record(at: Self.p("x"), item: nil, kind: .folder, remote: RemoteEntry(path: Self.p("x"), kind: .folder, size: 0, etag: nil),
+                                local: nil, operation: nil)
+            let outcomes = provider.record([Self.file(Self.p("a.txt"), inode: 1), Self.file(Self.p("x"), inode: 2),
+                                            Self.file(Self.p("c.txt"), inode: 3)])
+            #expect((try? outcomes[0].get()) != nil && (try? outcomes[2].get()) != nil)
+            #expect((try? outcomes[1].get()) == nil, "a file took the name of a folder's row")
+            let names = try database.allItems().map { "\($0.name):\($0.kind)" }.sorted()
+            #expect(names.contains("a.txt:file") && names.contains("c.txt:file") && names.contains("x:folder") && !names.contains("x:file"))
+        }
+    }
+
+    /// Two files of one round that resolve to one row (an item brought down at a new path,
+    /// and a new file at the path its row still has) are recorded one after the other: the
+    /// item moves, and the new file gets a row of its own.
+    @Test func twoFilesResolvingToOneRowAreRecordedInTurn() throws {
+        try withStateDatabase { database in
+            let provider = SyncProvider(store: InMemoryRemoteStore(), state: database)
+            let moved = try provider.record(at: Self.p("q.txt"), item: nil, kind: .file,
+                                            remote: RemoteEntry(path: Self.p("q.txt"), kind: .file, size: 1, etag: nil), local: nil, operation: nil)
+            let outcomes = provider.record([Self.file(Self.p("p.txt"), item: moved.id, inode: 1), Self.file(Self.p("q.txt"), inode: 2)])
+            let p = try outcomes[0].get(), q = try outcomes[1].get()
+            #expect(p.id == moved.id && q.id != moved.id)
+            #expect(try database.item(moved.id)?.name == "p.txt")
+            #expect(try database.item(q.id)?.name == "q.txt" && database.item(q.id)?.local?.inode == 2)
+        }
+    }
+}

@@ -1,6 +1,6 @@
 // What the SystemCalls module cannot call from Swift: the raw system calls that change one
 // thread's credentials (glibc's own setgroups() and set*id() change every thread), the
-// <sys/fsuid.h> functions and capget/capset, and syncfs, which Swift's Glibc module does not import.
+// <sys/fsuid.h> functions and capget/capset, syncfs and fstatfs, which Swift's Glibc module does not import.
 #ifndef TIDESYNC_C_SYSTEM_CALLS_H
 #define TIDESYNC_C_SYSTEM_CALLS_H
 
@@ -52,5 +52,9 @@ void tidesync_thread_file_ids(uint32_t *fsuid, uint32_t *fsgid);
 /// anywhere on that file system since `fd` was opened is reported once to `fd` (Linux 5.8
 /// and later).
 int tidesync_syncfs(int fd);
+
+/// The type (`f_type`, a magic number: 0xEF53 for ext2/3/4) of the file system holding
+/// `fd`, from fstatfs(2); -1 when it fails.
+int64_t tidesync_filesystem_type(int fd);
 
 #endif
