@@ -3,8 +3,9 @@
 // by the engine, or with a round of others by `PlacementRounds`), given the remote mtime, and
 // renamed into place only while the target still has the stat the plan saw (or, for a new
 // file, while nothing is there: renameat2 RENAME_NOREPLACE, or link(2) where it is missing,
-// refuses to replace); the folder is fsynced after the rename (or the round's file system). A crash leaves at most the temporary file, which
-// the journal names and the next pass removes — or, a download's part (`partURL`), resumes —
+// refuses to replace); the folder is fsynced after the rename (or the round's file system
+// synced). A crash leaves at most the temporary file, which the journal names and the next
+// pass removes — or, a download's part (`partURL`), resumes —
 // or an item set aside for a last look (`LocalFolder+Aside.swift`), which the next pass
 // settles: removed when it is the synced version, else put back.
 import Glibc

@@ -171,12 +171,4 @@ final class PlacementRounds: Sendable {
 
     /// The magic numbers of ext2/3/4, XFS, Btrfs and F2FS (`statfs(2)`).
     static let durableTypes: Set<UInt64> = [0xEF53, 0x5846_5342, 0x9123_683E, 0xF2F5_2010]
-
-    /// fsync of the file at `path`: 0, or an errno.
-    private static func fsyncFile(_ path: String) -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return errno }
-        defer { close(fd) }
-        return fsync(fd) == 0 ? 0 : errno
-    }
 }

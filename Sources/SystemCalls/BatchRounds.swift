@@ -6,7 +6,8 @@ import Foundation
 /// file system's sync, a state-DB commit) is paid once a round. A round begins at least
 /// `gap` after the one before it ended: a job coming after a quiet spell starts one at
 /// once, while a stream of them (a download of many small files, one every few hundred
-/// microseconds) is taken a few milliseconds' worth at a time.
+/// microseconds) is taken a few milliseconds' worth at a time. While rounds keep coming, one
+/// of `OffPool`'s threads runs them, the gaps' sleeps included.
 public final class BatchRounds<Job: Sendable, Output: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var pending: [(job: Job, reply: CheckedContinuation<Output, Never>)] = []
@@ -46,7 +47,9 @@ public final class BatchRounds<Job: Sendable, Output: Sendable>: @unchecked Send
             lock.lock()
             let wait = lastEnd.map { $0 + gap - ContinuousClock.now } ?? .zero
             lock.unlock()
-            if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18 + Double(wait.components.seconds)) }
+            if wait > .zero {
+                Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+            }
             lock.lock()
             let batch = pending
             pending.removeAll(keepingCapacity: true)

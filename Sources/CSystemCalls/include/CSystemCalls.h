@@ -1,6 +1,7 @@
 // What the SystemCalls module cannot call from Swift: the raw system calls that change one
 // thread's credentials (glibc's own setgroups() and set*id() change every thread), the
-// <sys/fsuid.h> functions and capget/capset, syncfs and fstatfs, which Swift's Glibc module does not import.
+// <sys/fsuid.h> functions and capget/capset, syncfs and fstatfs, which Swift's Glibc module
+// does not import.
 #ifndef TIDESYNC_C_SYSTEM_CALLS_H
 #define TIDESYNC_C_SYSTEM_CALLS_H
 
