@@ -225,7 +225,7 @@ struct FolderDeleteAsideMoveTests {
     @Test("a deleted folder set aside is checked and deleted where its parent was moved to")
     func deletedAcrossAMove() async throws {
         let (moved, error) = try await deleteAcrossAMove { _ in }
-        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        defer { removeTree(((moved as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent) }
         #expect(error == nil, "\(String(describing: error))")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
         #expect(left.isEmpty, "left in the moved parent: \(left)")
@@ -236,7 +236,7 @@ struct FolderDeleteAsideMoveTests {
         let (moved, error) = try await deleteAcrossAMove { aside in
             try? writeFile(aside + "/theirs.txt", "another client's file")
         }
-        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        defer { removeTree(((moved as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent) }
         #expect(error?.code == .deletionRejected, "\(String(describing: error))")
         #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
         #expect(readFile(moved + "/F/a.txt") == "a")
@@ -285,7 +285,7 @@ struct FolderDeleteAsideMoveTests {
     @Test("a folder set aside that moves on while it is checked is not deleted unchecked")
     func movedWhileChecked() async throws {
         let (moved, error) = try await deleteAcrossAMove { MovedWhileCheckedStore($0, disk: $1) }
-        defer { removeTree((moved as NSString).deletingLastPathComponent) }
+        defer { removeTree(((moved as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent) }
         #expect(error?.code == .deletionRejected, "\(String(describing: error))")
         #expect(readFile(moved + "/F/theirs.txt") == "another client's file")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: moved)) ?? ["(no folder)"]
