@@ -123,22 +123,26 @@ final class PlacementRounds: Sendable {
     private static func place(_ jobs: [Job], in folder: LocalFolder, failures: FailedSyncs,
                               sync: (Int32) -> Int32) -> [Result<LocalStat, ProviderError>] {
         var outcomes = [Result<LocalStat, ProviderError>?](repeating: nil, count: jobs.count)
-        let apart = Set(jobs.indices.filter { jobs[$0].apart })
-        let shared = jobs.indices.filter { !apart.contains($0) }
+        let shared = jobs.indices.filter { !jobs[$0].apart }
+        // Not failed yet: not placed, or placed.
+        func standing(_ index: Int) -> Bool {
+            guard let outcome = outcomes[index] else { return true }
+            if case .success = outcome { return true }
+            return false
+        }
         // A failed sync fails every file of the round not failed yet.
         func syncShared(_ what: (Int) -> String) {
             guard let first = shared.first else { return }
             let failure = sync(jobs[first].anchor.descriptor)
             guard failure != 0 else { return }
-            for index in shared where outcomes[index].map({ if case .success = $0 { true } else { false } }) ?? true {
+            for index in shared where standing(index) {
                 outcomes[index] = .failure(LocalFolder.error(failure, what(index)))
             }
         }
         // A file written while any sync failed may be the one whose write-back failed.
         func failWritten() {
             let failed = failures.value
-            for index in shared where jobs[index].failuresBefore != failed {
-                guard outcomes[index].map({ if case .success = $0 { true } else { false } }) ?? true else { continue }
+            for index in shared where jobs[index].failuresBefore != failed && standing(index) {
                 outcomes[index] = .failure(ProviderError(.cannotSynchronize, "a write-back on the file system of \(folder.root) "
                     + "failed while \(folder.absolute(jobs[index].path)) was written; it is downloaded again"))
             }
@@ -148,10 +152,10 @@ final class PlacementRounds: Sendable {
         for (index, job) in jobs.enumerated() where outcomes[index] == nil {
             outcomes[index] = Result { () throws(ProviderError) -> LocalStat in
                 try folder.install(job.temporary, at: job.path, replacing: job.replacing,
-                                   modificationDate: job.modificationDate, syncingFolder: apart.contains(index))
+                                   modificationDate: job.modificationDate, syncingFolder: job.apart)
             }
         }
-        if shared.contains(where: { if case .success = outcomes[$0] { true } else { false } }) {
+        if shared.contains(where: standing) {  // every outcome is known here: one was placed
             syncShared { "cannot make \(folder.absolute(jobs[$0].path)) durable" }
         }
         failWritten()
